@@ -1,0 +1,141 @@
+// tclm/dataset.h: measured programs grouped into tasks, with labels and task-disjoint splits.
+//
+// Task     = (workload key, platform). Platform = a user-given name (the `NAME=` of a data source,
+//            e.g. "k80") or else the normalized target (normalize_target).
+// Label    = normalized throughput min_cost(task) / mean_cost(program), in (0, 1] (TenSet/TLP).
+// Records with error_no != 0 or non-positive / non-finite costs are counted and kept out.
+// Programs are stored packed (one arena for all steps) so that millions of them fit in memory;
+// features are computed per batch (tclm/feature.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tclm/feature.h"
+#include "tclm/record.h"
+
+namespace tclm {
+
+/// One input of a dataset: a record file or directory tree, with an optional platform name.
+/// Parsed from "NAME=PATH" or "PATH".
+struct DataSource {
+  std::string path;
+  std::string platform;  // empty = use the normalized target of each record
+  static DataSource parse(const std::string& spec);
+};
+
+/// "llvm -keys=cpu -mcpu=skylake-avx512 -num_cores=..." -> "llvm -mcpu=skylake-avx512 cores=24":
+/// the target kind plus the options that identify hardware (-mcpu, -model, -arch, -mtriple,
+/// -device) and, for CPU targets, the core count from hw_params[0].
+std::string normalize_target(const std::string& target, const std::vector<int64_t>& hw_params);
+
+/// Per-platform counts for `tclm info`.
+struct PlatformStats {
+  int64_t records = 0;        // well-formed records read
+  int64_t programs = 0;       // valid programs kept
+  int64_t errors = 0;         // error_no != 0
+  int64_t bad_costs = 0;      // error_no == 0 but a cost <= 0, non-finite or >= 1e9
+  int64_t truncated = 0;      // programs longer than max_steps (cut when featurized)
+  std::map<int, int64_t> errors_by_code;
+  int64_t tasks = 0;
+};
+
+struct Task {
+  std::string workload_key;
+  int platform = 0;
+  std::vector<int> groups;         // indices into Dataset::groups (network / directory names)
+  double min_cost = 0;             // seconds
+  std::vector<uint32_t> programs;  // indices into the dataset's programs
+};
+
+struct LoadOptions {
+  int max_steps = kDefaultMaxSteps;
+  std::string cache_dir;  // empty = no cache; else parsed files are cached there (tclm binary cache)
+  bool progress = false;  // print progress to stderr
+};
+
+class Dataset {
+ public:
+  /// Reads every source. Malformed lines are skipped and counted (stats()); throws tclm::Error only
+  /// when a source path does not exist.
+  static Dataset load(const std::vector<DataSource>& sources, const LoadOptions& options);
+
+  size_t num_programs() const { return cost_.size(); }
+  const std::vector<Task>& tasks() const { return tasks_; }
+  const std::vector<std::string>& platforms() const { return platforms_; }
+  const std::vector<std::string>& groups() const { return groups_; }
+  const std::vector<PlatformStats>& platform_stats() const { return platform_stats_; }
+  const ReadStats& read_stats() const { return read_stats_; }
+  int max_steps() const { return max_steps_; }
+
+  double cost(uint32_t p) const { return cost_[p]; }             // mean cost, seconds
+  float label(uint32_t p) const { return label_[p]; }            // min_cost(task) / cost
+  uint32_t task_of(uint32_t p) const { return task_of_[p]; }
+  int num_steps(uint32_t p) const { return static_cast<int>(prog_begin_[p + 1] - prog_begin_[p]); }
+  /// The program's steps as views (valid while the dataset lives).
+  void steps(uint32_t p, std::vector<StepView>* out) const;
+
+  /// Featurizes programs into x[n, L, F] and mask[n, L] (1 = real step), L = min(max_steps, longest
+  /// program in the list). Returns L.
+  int featurize(const std::vector<uint32_t>& programs, std::vector<float>* x, std::vector<float>* mask) const;
+
+  /// Appends one valid record (used by load and by tests). Returns false (and counts) if the record
+  /// is not valid.
+  void add_record(const MeasureRecord& r, int platform, int group);
+  int intern_platform(const std::string& name);
+  int intern_group(const std::string& name);
+  /// Computes min_cost and labels; call after the last add_record.
+  void finalize();
+
+ private:
+  struct PackedStep {
+    uint64_t ints_begin;
+    int32_t n_ints;
+    int16_t list_pos;
+    int16_t n_list;
+    int32_t str_id;
+    uint8_t kind;
+  };
+  int max_steps_ = kDefaultMaxSteps;
+  std::vector<std::string> platforms_, groups_, strings_;
+  std::map<std::string, int> platform_index_, group_index_, string_index_;
+  std::map<std::pair<int, std::string>, uint32_t> task_index_;
+  std::vector<Task> tasks_;
+  std::vector<PlatformStats> platform_stats_;
+  ReadStats read_stats_;
+  // programs
+  std::vector<uint64_t> prog_begin_{0};
+  std::vector<PackedStep> steps_;
+  std::vector<int64_t> ints_;
+  std::vector<double> cost_;
+  std::vector<float> label_;
+  std::vector<uint32_t> task_of_;
+};
+
+/// How a split holds tasks out.
+enum class SplitMode { kTask, kGroup };
+
+struct SplitOptions {
+  double test_fraction = 0.2;
+  double valid_fraction = 0.1;  // of all units, taken from the non-test ones
+  uint64_t seed = 0;
+  SplitMode mode = SplitMode::kTask;
+  int min_programs = 2;  // tasks with fewer valid programs are left out of every part (counted)
+};
+
+/// Task indices of each part. Deterministic: a unit (workload key in kTask mode, so the same
+/// workload is held out on every platform; group name in kGroup mode) goes to a part by a hash of
+/// (seed, unit), independent of the order of the data. In kGroup mode a task that occurs in any
+/// test group is a test task (no test task is ever seen in training).
+struct Split {
+  std::vector<uint32_t> train, valid, test;
+  int64_t too_small = 0;  // tasks left out for having < min_programs programs
+};
+Split make_split(const Dataset& data, const SplitOptions& options);
+
+/// 64-bit FNV-1a, used for deterministic splits and cache keys.
+uint64_t fnv1a64(std::string_view s, uint64_t seed = 0);
+
+}  // namespace tclm

@@ -1,0 +1,69 @@
+// tclm/feature.h: transform steps -> step feature matrices (the schedule-primitive sequence of
+// TLP, Zhai et al. ASPLOS'23, re-encoded; TCL-SPEC §3). The layout is documented slot by slot in
+// docs/feature-encoding.md; any change to it must bump kFeatureVersion, and models refuse features
+// of another version.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "tclm/record.h"
+
+namespace tclm {
+
+/// Version of the step encoding below. Stored in every weights file.
+inline constexpr uint32_t kFeatureVersion = 1;
+/// Floats per step (F).
+inline constexpr int kStepFeatureDim = 53;
+/// Default maximum number of steps per program (the longest program in ../shared/data has 70).
+inline constexpr int kDefaultMaxSteps = 72;
+
+/// Slot offsets of the encoding (docs/feature-encoding.md).
+namespace slot {
+inline constexpr int kKind = 0;          // 14: one-hot step kind, StepKind order
+inline constexpr int kStage = 14;        // stage_id / 32
+inline constexpr int kIter = 15;         // iter_id / 32 (kinds that have one)
+inline constexpr int kAnnotation = 16;   // 12: one-hot annotation (AN)
+inline constexpr int kUnroll = 28;       // log-magnitude of auto_unroll_max_step (PR)
+inline constexpr int kOtherPragma = 29;  // 1 for any other pragma (PR)
+inline constexpr int kScope = 30;        // 4: one-hot cache scope local/shared/global/other (CHR, CHW)
+inline constexpr int kExtent = 34;       // log-magnitude of the split extent (SP)
+inline constexpr int kNumLengths = 35;   // number of split lengths / 4 (SP)
+inline constexpr int kLengths = 36;      // 4: log-magnitudes of the first 4 split lengths (SP)
+inline constexpr int kInnerToOuter = 40; // inner_to_outer flag (SP)
+inline constexpr int kLengthProduct = 41;// log-magnitude of the product of all lengths (SP)
+inline constexpr int kListSize = 42;     // log-magnitude of the nested list's length (FU, RE, FFSP, CHR)
+inline constexpr int kGeneric = 43;      // 10: the step's remaining integer arguments / 32, in record order
+inline constexpr int kNumGeneric = 10;
+}  // namespace slot
+
+/// A read-only view of one transform step (from a TransformStep or from a dataset's packed store).
+struct StepView {
+  StepKind kind;
+  const int64_t* ints;
+  int32_t n_ints;
+  int32_t list_pos;  // -1 if none
+  int32_t n_list;    // -1 if none
+  std::string_view str;
+};
+
+inline StepView view_of(const TransformStep& s) {
+  return StepView{s.kind, s.ints.data(), static_cast<int32_t>(s.ints.size()), s.list_pos, s.n_list, s.str};
+}
+
+/// Writes the kStepFeatureDim floats of one step to out[0..F). Never fails: arguments a step kind
+/// does not have are encoded as 0, surplus ones are ignored.
+void featurize_step(const StepView& step, float* out);
+
+/// Featurizes a program into out[max_steps * F] (row-major [max_steps, F]); rows past the program's
+/// length are zero. Returns the number of real steps written, min(n_steps, max_steps): steps beyond
+/// max_steps are cut (keep the first ones); callers count such programs.
+int featurize_program(const StepView* steps, size_t n_steps, int max_steps, float* out);
+int featurize_program(const std::vector<TransformStep>& steps, int max_steps, float* out);
+
+/// The log-magnitude transform used for sizes: sign(x) * log2(1 + |x|) / 8.
+float log_magnitude(double x);
+
+}  // namespace tclm

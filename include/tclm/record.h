@@ -1,0 +1,137 @@
+// tclm/record.h: Ansor measure records (TVM auto_scheduler RecordToFile format) -> programs.
+//
+// One JSON object per line (format versions v0.2 .. v0.6, see TVM src/auto_scheduler/measure_record.cc):
+//   {"i": [[workload_key, target, hw_params, target_host, layout_rewrite, task_input_names],
+//          [[], steps]],
+//    "r": [[cost_sec, ...], error_no, all_cost_sec, timestamp],
+//    "v": "v0.6"}
+// v0.2-v0.5 have fewer elements in i[0] (v0.2/v0.3: workload_key and target only). Files may be gzip
+// compressed (detected from the magic bytes, not the name). Lines that are empty or start with '#'
+// are comments. A malformed line is skipped, counted and reported with file:line; it never aborts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tclm {
+
+/// The Ansor transform-step kinds, in a fixed order that is part of the feature encoding
+/// (docs/feature-encoding.md). Record prefixes: AN FU PR RE SP FSP FFSP SA CA CI CR CHR CHW RF.
+enum class StepKind : uint8_t {
+  kAnnotation = 0,    // AN  stage_id, iter_id, annotation enum
+  kFuse,              // FU  stage_id, [fused iter ids]
+  kPragma,            // PR  stage_id, iter_id, "pragma$value"
+  kReorder,           // RE  stage_id, [after ids]
+  kSplit,             // SP  stage_id, iter_id, extent (0 = undefined), [lengths], inner_to_outer
+  kFollowSplit,       // FSP stage_id, iter_id, src_step_id, n_split
+  kFollowFusedSplit,  // FFSP stage_id, iter_id, [src_step_ids], level, factor_or_nparts
+  kStorageAlign,      // SA  stage_id, iter_id, factor, offset
+  kComputeAt,         // CA  stage_id, target_stage_id, target_iter_id
+  kComputeInline,     // CI  stage_id
+  kComputeRoot,       // CR  stage_id
+  kCacheRead,         // CHR stage_id, "scope", [reader stage ids]
+  kCacheWrite,        // CHW stage_id, "scope"
+  kRfactor,           // RF  stage_id, iter_id, factor_iter_id
+};
+inline constexpr int kNumStepKinds = 14;
+
+/// Record prefix of a kind ("SP", ...).
+std::string_view step_kind_name(StepKind kind);
+/// Kind of a record prefix; returns false for an unknown prefix.
+bool parse_step_kind(std::string_view prefix, StepKind* kind);
+
+/// One transform step. `ints` holds the integer arguments in record order with nested lists
+/// flattened (e.g. SP: stage_id, iter_id, extent, l_0..l_{k-1}, inner_to_outer; `n_list` = k is the
+/// length of the one nested list, -1 if the step has none). The step's single string argument, if
+/// any (PR pragma, CHR/CHW scope), is in `str`. Booleans are stored as 0/1, null as 0.
+struct TransformStep {
+  StepKind kind = StepKind::kAnnotation;
+  std::vector<int64_t> ints;
+  int32_t n_list = -1;   // length of the nested list, or -1
+  int32_t list_pos = -1; // index in `ints` where the nested list starts, or -1
+  std::string str;
+};
+
+/// Error numbers of Ansor's MeasureErrorNO (0 = no error).
+enum class MeasureError : int {
+  kNoError = 0, kInstantiationError = 1, kCompileHostError = 2, kCompileDeviceError = 3,
+  kRuntimeDeviceError = 4, kWrongAnswer = 5, kBuildTimeout = 6, kRunTimeout = 7, kUnknown = 8,
+};
+
+/// One measured program: the task it belongs to, its transform steps and its measured costs.
+struct MeasureRecord {
+  std::string workload_key;           // i[0][0], verbatim (a JSON string holding a list)
+  std::string target;                 // i[0][1], verbatim target string
+  std::vector<int64_t> hw_params;     // i[0][2] (empty before v0.4): num_cores, vector_unit_bytes, ...
+  std::vector<TransformStep> steps;   // i[1][1]
+  std::vector<double> costs;          // r[0], seconds per repeat
+  int error_no = 0;                   // r[1]
+  double all_cost = 0;                // r[2], seconds (build + run)
+  int64_t timestamp = 0;              // r[3], unix seconds
+  std::string version;                // "v0.6", ...
+
+  /// Mean of `costs` in seconds (the TenSet/TLP program cost); +inf when there is none.
+  double mean_cost() const;
+  /// True when the record measured successfully: error_no == 0 and all costs finite and > 0.
+  bool valid() const;
+};
+
+/// Where a record came from: the file and its 1-based line.
+struct RecordOrigin {
+  const std::string* file = nullptr;
+  int64_t line = 0;
+};
+
+/// Counts of what a reader saw. Skipped lines are counted by reason; the first few of each reason
+/// are kept with file:line for the report.
+struct ReadStats {
+  int64_t files = 0;
+  int64_t lines = 0;      // all lines, including comments and blanks
+  int64_t records = 0;    // well-formed records delivered
+  int64_t skipped = 0;    // malformed lines (sum of by_reason)
+  std::map<std::string, int64_t> skipped_by_reason;
+  std::vector<std::string> examples;  // "file:line: reason", at most `max_examples`
+  size_t max_examples = 20;
+
+  void skip(const std::string& file, int64_t line, const std::string& reason);
+  void merge(const ReadStats& other);
+  /// A human summary: one line per reason with its count, then the kept examples.
+  std::string report() const;
+};
+
+/// Parses one record line. Returns an empty string on success, else the reason it is malformed
+/// (e.g. "i[1][1][3]: unknown step kind 'XX'"). `record` is reused between calls so that its
+/// vectors keep their capacity. Not thread-safe per RecordParser; use one per thread.
+class RecordParser {
+ public:
+  RecordParser();
+  ~RecordParser();
+  RecordParser(const RecordParser&) = delete;
+  RecordParser& operator=(const RecordParser&) = delete;
+  std::string parse(std::string_view line, MeasureRecord* record);
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+/// Streams every record of one file (plain or gzip). `fn` is called with each well-formed record;
+/// the record object is reused, copy what you keep. Malformed lines and a truncated gzip stream are
+/// counted in `stats` with file:line. Throws tclm::Error only when the file cannot be opened.
+void read_record_file(const std::string& path,
+                      const std::function<void(const MeasureRecord&, const RecordOrigin&)>& fn,
+                      ReadStats* stats);
+
+/// Lists record files under `path`: the file itself, or every regular file below a directory
+/// (sorted, so that the order is deterministic), skipping names that end in .md/.txt/.tsv/.py.
+/// Throws tclm::Error when `path` does not exist.
+std::vector<std::string> list_record_files(const std::string& path);
+
+/// Writes one record in the v0.6 line format (used by tests and `tclm` tools that emit records).
+std::string record_to_json(const MeasureRecord& record);
+
+}  // namespace tclm

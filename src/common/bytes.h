@@ -1,0 +1,74 @@
+// common/bytes.h: little-endian byte buffers for tclm's binary files (internal).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace tclm {
+
+class ByteWriter {
+ public:
+  template <typename T>
+  void put(T v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* p = reinterpret_cast<const char*>(&v);
+    buf_.append(p, sizeof(T));
+  }
+  void put_str(const std::string& s) {
+    put<uint32_t>(static_cast<uint32_t>(s.size()));
+    buf_.append(s);
+  }
+  template <typename T>
+  void put_vec(const std::vector<T>& v) {
+    put<uint32_t>(static_cast<uint32_t>(v.size()));
+    if (!v.empty()) buf_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  }
+  std::string& bytes() { return buf_; }
+
+ private:
+  std::string buf_;
+};
+
+/// Bounds-checked reader: every get returns false instead of reading past the end, so that a
+/// truncated or corrupt file can never cause a huge allocation or an out-of-bounds read.
+class ByteReader {
+ public:
+  ByteReader(const char* data, size_t size) : p_(data), end_(data + size) {}
+  template <typename T>
+  bool get(T* v) {
+    if (static_cast<size_t>(end_ - p_) < sizeof(T)) return false;
+    std::memcpy(v, p_, sizeof(T));
+    p_ += sizeof(T);
+    return true;
+  }
+  bool get_str(std::string* s) {
+    uint32_t n;
+    if (!get(&n) || static_cast<size_t>(end_ - p_) < n) return false;
+    s->assign(p_, n);
+    p_ += n;
+    return true;
+  }
+  template <typename T>
+  bool get_vec(std::vector<T>* v) {
+    uint32_t n;
+    if (!get(&n) || static_cast<size_t>(end_ - p_) / sizeof(T) < n) return false;
+    v->resize(n);
+    if (n) std::memcpy(v->data(), p_, n * sizeof(T));
+    p_ += n * sizeof(T);
+    return true;
+  }
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
+
+ private:
+  const char* p_;
+  const char* end_;
+};
+
+/// Writes `bytes` to `path` atomically (temporary file, fsync, rename). Throws tclm::Error.
+void write_file_atomic(const std::string& path, const std::string& bytes);
+/// Reads a whole file; throws tclm::Error naming the file.
+std::string read_file(const std::string& path);
+
+}  // namespace tclm

@@ -1,0 +1,248 @@
+// dataset/dataset.cpp: records -> tasks, labels, packed programs, splits.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <sstream>
+
+#include "dataset/record_cache.h"
+#include "tclm/dataset.h"
+#include "tclm/error.h"
+
+namespace tclm {
+
+uint64_t fnv1a64(std::string_view s, uint64_t seed) {
+  uint64_t h = 1469598103934665603ull ^ (seed * 0x9E3779B97F4A7C15ull);
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  // final avalanche (splitmix64) so that nearby inputs spread over [0, 2^64)
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 31;
+  return h;
+}
+
+DataSource DataSource::parse(const std::string& spec) {
+  DataSource s;
+  auto eq = spec.find('=');
+  if (eq != std::string::npos && spec.find('/') > eq) {
+    s.platform = spec.substr(0, eq);
+    s.path = spec.substr(eq + 1);
+    if (s.platform.empty()) throw Error("data source '" + spec + "': empty platform name before '='");
+  } else {
+    s.path = spec;
+  }
+  if (s.path.empty()) throw Error("data source '" + spec + "': empty path");
+  return s;
+}
+
+std::string normalize_target(const std::string& target, const std::vector<int64_t>& hw_params) {
+  std::istringstream in(target);
+  std::string tok, kind, out;
+  in >> kind;
+  out = kind;
+  std::vector<std::string> keep;
+  while (in >> tok) {
+    for (const char* opt : {"-mcpu=", "-model=", "-arch=", "-mtriple=", "-device="}) {
+      if (tok.rfind(opt, 0) == 0) keep.push_back(tok);
+    }
+  }
+  std::sort(keep.begin(), keep.end());
+  for (const auto& k : keep) out += " " + k;
+  if ((kind == "llvm" || kind == "c") && !hw_params.empty() && hw_params[0] > 0) {
+    out += fmt::format(" cores={}", hw_params[0]);
+  }
+  return out;
+}
+
+int Dataset::intern_platform(const std::string& name) {
+  auto [it, inserted] = platform_index_.emplace(name, static_cast<int>(platforms_.size()));
+  if (inserted) {
+    platforms_.push_back(name);
+    platform_stats_.emplace_back();
+  }
+  return it->second;
+}
+
+int Dataset::intern_group(const std::string& name) {
+  auto [it, inserted] = group_index_.emplace(name, static_cast<int>(groups_.size()));
+  if (inserted) groups_.push_back(name);
+  return it->second;
+}
+
+void Dataset::add_record(const MeasureRecord& r, int platform, int group) {
+  PlatformStats& ps = platform_stats_[platform];
+  ++ps.records;
+  if (r.error_no != 0) {
+    ++ps.errors;
+    ++ps.errors_by_code[r.error_no];
+    return;
+  }
+  if (!r.valid()) {
+    ++ps.bad_costs;
+    return;
+  }
+  auto key = std::make_pair(platform, r.workload_key);
+  auto [it, inserted] = task_index_.emplace(key, static_cast<uint32_t>(tasks_.size()));
+  if (inserted) {
+    Task t;
+    t.workload_key = r.workload_key;
+    t.platform = platform;
+    tasks_.push_back(std::move(t));
+    ++ps.tasks;
+  }
+  Task& task = tasks_[it->second];
+  if (std::find(task.groups.begin(), task.groups.end(), group) == task.groups.end()) task.groups.push_back(group);
+  const auto p = static_cast<uint32_t>(cost_.size());
+  task.programs.push_back(p);
+  task_of_.push_back(it->second);
+  cost_.push_back(r.mean_cost());
+  for (const auto& s : r.steps) {
+    PackedStep ps2{};
+    ps2.ints_begin = ints_.size();
+    ps2.n_ints = static_cast<int32_t>(s.ints.size());
+    ps2.list_pos = static_cast<int16_t>(s.list_pos);
+    ps2.n_list = static_cast<int16_t>(std::min<int32_t>(s.n_list, 32767));
+    ps2.kind = static_cast<uint8_t>(s.kind);
+    ps2.str_id = -1;
+    if (!s.str.empty()) {
+      auto [sit, sins] = string_index_.emplace(s.str, static_cast<int>(strings_.size()));
+      if (sins) strings_.push_back(s.str);
+      ps2.str_id = sit->second;
+    }
+    ints_.insert(ints_.end(), s.ints.begin(), s.ints.end());
+    steps_.push_back(ps2);
+  }
+  prog_begin_.push_back(steps_.size());
+  ++ps.programs;
+  if (static_cast<int>(r.steps.size()) > max_steps_) ++ps.truncated;
+}
+
+void Dataset::finalize() {
+  label_.assign(cost_.size(), 0.0f);
+  for (auto& t : tasks_) {
+    double m = INFINITY;
+    for (uint32_t p : t.programs) m = std::min(m, cost_[p]);
+    t.min_cost = m;
+    for (uint32_t p : t.programs) label_[p] = static_cast<float>(m / cost_[p]);
+  }
+}
+
+void Dataset::steps(uint32_t p, std::vector<StepView>* out) const {
+  out->clear();
+  for (uint64_t s = prog_begin_[p]; s < prog_begin_[p + 1]; ++s) {
+    const PackedStep& ps = steps_[s];
+    StepView v{static_cast<StepKind>(ps.kind), ints_.data() + ps.ints_begin, ps.n_ints, ps.list_pos,
+               ps.n_list, ps.str_id >= 0 ? std::string_view(strings_[ps.str_id]) : std::string_view()};
+    out->push_back(v);
+  }
+}
+
+int Dataset::featurize(const std::vector<uint32_t>& programs, std::vector<float>* x,
+                       std::vector<float>* mask) const {
+  int L = 1;
+  for (uint32_t p : programs) L = std::max(L, std::min(num_steps(p), max_steps_));
+  const size_t row = static_cast<size_t>(L) * kStepFeatureDim;
+  x->resize(programs.size() * row);
+  mask->assign(programs.size() * static_cast<size_t>(L), 0.0f);
+  std::vector<StepView> views;
+  for (size_t i = 0; i < programs.size(); ++i) {
+    steps(programs[i], &views);
+    int used = featurize_program(views.data(), views.size(), L, x->data() + i * row);
+    std::fill(mask->begin() + i * L, mask->begin() + i * L + used, 1.0f);
+  }
+  return L;
+}
+
+namespace {
+
+// The group of a file: its parent directory relative to the source root ("." for files directly in
+// it; the file name without extensions when the source is a single file).
+std::string group_of(const std::string& root, const std::string& file) {
+  namespace fs = std::filesystem;
+  if (root == file) {
+    std::string n = fs::path(file).filename().string();
+    return n.substr(0, n.find('.'));
+  }
+  auto rel = fs::path(file).lexically_relative(root).parent_path().string();
+  return rel.empty() ? "." : rel;
+}
+
+}  // namespace
+
+Dataset Dataset::load(const std::vector<DataSource>& sources, const LoadOptions& options) {
+  Dataset d;
+  d.max_steps_ = options.max_steps;
+  if (options.max_steps < 1) throw Error(fmt::format("--max-steps must be >= 1 (got {})", options.max_steps));
+  std::vector<std::pair<const DataSource*, std::string>> files;
+  for (const auto& src : sources) {
+    for (auto& f : list_record_files(src.path)) files.emplace_back(&src, std::move(f));
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < files.size(); ++i) {
+    const DataSource& src = *files[i].first;
+    const std::string& file = files[i].second;
+    int group = d.intern_group(group_of(src.path, file));
+    int fixed_platform = src.platform.empty() ? -1 : d.intern_platform(src.platform);
+    auto on_record = [&](const MeasureRecord& r, const RecordOrigin&) {
+      int platform = fixed_platform >= 0 ? fixed_platform : d.intern_platform(normalize_target(r.target, r.hw_params));
+      d.add_record(r, platform, group);
+    };
+    ReadStats fs;
+    try {
+      if (!options.cache_dir.empty()) {
+        read_record_file_cached(file, options.cache_dir, on_record, &fs);
+      } else {
+        read_record_file(file, on_record, &fs);
+      }
+    } catch (const Error& e) {
+      fs.skip(file, 0, std::string("unreadable file: ") + e.what());
+    }
+    d.read_stats_.merge(fs);
+    if (options.progress) {
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr, "\rreading records: %zu/%zu files, %lld records, %.1f s", i + 1, files.size(),
+                   static_cast<long long>(d.read_stats_.records), s);
+      std::fflush(stderr);
+    }
+  }
+  if (options.progress && !files.empty()) std::fprintf(stderr, "\n");
+  d.finalize();
+  return d;
+}
+
+Split make_split(const Dataset& data, const SplitOptions& o) {
+  if (o.test_fraction < 0 || o.valid_fraction < 0 || o.test_fraction + o.valid_fraction >= 1) {
+    throw Error(fmt::format("split fractions must be >= 0 and test + valid < 1 (test {}, valid {})",
+                            o.test_fraction, o.valid_fraction));
+  }
+  // A unit's position in [0, 1): < test -> test; < test + valid -> valid; else train.
+  auto part_of = [&](std::string_view unit) {
+    double u = static_cast<double>(fnv1a64(unit, o.seed) >> 11) * 0x1.0p-53;
+    return u < o.test_fraction ? 0 : (u < o.test_fraction + o.valid_fraction ? 1 : 2);
+  };
+  Split s;
+  const auto& tasks = data.tasks();
+  for (uint32_t t = 0; t < tasks.size(); ++t) {
+    if (static_cast<int>(tasks[t].programs.size()) < o.min_programs) {
+      ++s.too_small;
+      continue;
+    }
+    int part = 2;
+    if (o.mode == SplitMode::kTask) {
+      part = part_of(tasks[t].workload_key);
+    } else {
+      for (int g : tasks[t].groups) part = std::min(part, part_of(data.groups()[g]));
+    }
+    (part == 0 ? s.test : part == 1 ? s.valid : s.train).push_back(t);
+  }
+  return s;
+}
+
+}  // namespace tclm

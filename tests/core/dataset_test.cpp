@@ -1,0 +1,170 @@
+// Tests of tasks, labels and splits on small hand-made record files.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "test_util.h"
+#include "tclm/dataset.h"
+#include "tclm/error.h"
+
+using namespace tclm;
+
+namespace {
+
+std::string rec(const std::string& wk, const std::string& target, std::vector<double> costs, int err = 0,
+                int n_steps = 2) {
+  MeasureRecord r;
+  r.workload_key = wk;
+  r.target = target;
+  r.hw_params = {8, 64, 64, 0, 0, 0, 0, 0};
+  for (int i = 0; i < n_steps; ++i) {
+    TransformStep s;
+    s.kind = StepKind::kComputeInline;
+    s.ints = {i};
+    r.steps.push_back(s);
+  }
+  r.costs = std::move(costs);
+  r.error_no = err;
+  r.version = "v0.6";
+  return record_to_json(r) + "\n";
+}
+
+}  // namespace
+
+TEST(Dataset, TasksLabelsAndErrors) {
+  test::TempDir dir;
+  // Task A on platform "p": costs 2, 4 and (1+3)/2 = 2 -> min 2; labels 1, 0.5, 1. One error record.
+  test::write_text(dir.file("a.json"), rec("A", "llvm", {2.0}) + rec("A", "llvm", {4.0}) + rec("A", "llvm", {1.0, 3.0}) +
+                                           rec("A", "llvm", {1e10}, 6) + rec("B", "llvm", {0.5}) +
+                                           rec("B", "llvm", {-1.0}));
+  LoadOptions lo;
+  lo.max_steps = 1;  // every program has 2 steps -> all counted as truncated
+  Dataset d = Dataset::load({DataSource::parse("p=" + dir.path.string())}, lo);
+  ASSERT_EQ(d.platforms().size(), 1u);
+  EXPECT_EQ(d.platforms()[0], "p");
+  const auto& ps = d.platform_stats()[0];
+  EXPECT_EQ(ps.records, 6);
+  EXPECT_EQ(ps.programs, 4);
+  EXPECT_EQ(ps.errors, 1);
+  EXPECT_EQ(ps.errors_by_code.at(6), 1);
+  EXPECT_EQ(ps.bad_costs, 1);
+  EXPECT_EQ(ps.truncated, 4);
+  ASSERT_EQ(d.tasks().size(), 2u);
+  const Task& a = d.tasks()[0];
+  EXPECT_EQ(a.workload_key, "A");
+  EXPECT_DOUBLE_EQ(a.min_cost, 2.0);
+  ASSERT_EQ(a.programs.size(), 3u);
+  EXPECT_FLOAT_EQ(d.label(a.programs[0]), 1.0f);
+  EXPECT_FLOAT_EQ(d.label(a.programs[1]), 0.5f);
+  EXPECT_FLOAT_EQ(d.label(a.programs[2]), 1.0f);
+  // Featurized with max_steps 1: one row per program, mask all ones.
+  std::vector<float> x, mask;
+  EXPECT_EQ(d.featurize(a.programs, &x, &mask), 1);
+  EXPECT_EQ(mask, std::vector<float>(3, 1.0f));
+}
+
+TEST(Dataset, PlatformFromNormalizedTarget) {
+  EXPECT_EQ(normalize_target("llvm -keys=cpu -link-params=0 -mcpu=core-avx2", {8, 64}), "llvm -mcpu=core-avx2 cores=8");
+  EXPECT_EQ(normalize_target("cuda -keys=cuda,gpu -arch=sm_80 -max_num_threads=1024", {-1, 16}), "cuda -arch=sm_80");
+  test::TempDir dir;
+  test::write_text(dir.file("a.json"), rec("A", "llvm -mcpu=x", {1.0}) + rec("A", "cuda", {1.0}));
+  Dataset d = Dataset::load({DataSource::parse(dir.path.string())}, LoadOptions{});
+  EXPECT_EQ(d.platforms().size(), 2u);
+  EXPECT_EQ(d.tasks().size(), 2u);  // same workload key, two platforms -> two tasks
+}
+
+TEST(Dataset, DataSourceSyntax) {
+  auto s = DataSource::parse("k80=/data/k80");
+  EXPECT_EQ(s.platform, "k80");
+  EXPECT_EQ(s.path, "/data/k80");
+  auto t = DataSource::parse("/data/a=b/x");  // '=' after a '/' is part of the path
+  EXPECT_EQ(t.platform, "");
+  EXPECT_THROW(DataSource::parse("=x"), Error);
+}
+
+TEST(Split, DisjointDeterministicAndOrderIndependent) {
+  test::TempDir dir;
+  std::string text;
+  for (int t = 0; t < 200; ++t) {
+    for (int p = 0; p < 3; ++p) text += rec("W" + std::to_string(t), "llvm", {1.0 + p});
+  }
+  test::write_text(dir.file("a.json"), text);
+  Dataset d = Dataset::load({DataSource::parse("x=" + dir.path.string())}, LoadOptions{});
+  SplitOptions so;
+  Split s1 = make_split(d, so), s2 = make_split(d, so);
+  EXPECT_EQ(s1.test, s2.test);
+  std::set<uint32_t> all;
+  for (auto* part : {&s1.train, &s1.valid, &s1.test}) all.insert(part->begin(), part->end());
+  EXPECT_EQ(all.size(), 200u);
+  EXPECT_EQ(s1.train.size() + s1.valid.size() + s1.test.size(), 200u);
+  // 20% / 10% of 200 hashed units: within 4 standard deviations of the binomial expectation.
+  EXPECT_NEAR(static_cast<double>(s1.test.size()), 40.0, 4 * std::sqrt(200 * 0.2 * 0.8));
+  EXPECT_NEAR(static_cast<double>(s1.valid.size()), 20.0, 4 * std::sqrt(200 * 0.1 * 0.9));
+  // Another seed gives another split.
+  so.seed = 7;
+  EXPECT_NE(make_split(d, so).test, s1.test);
+  // The part of a workload depends on its key only: a second dataset with the records in another
+  // order puts the same workloads in test.
+  std::string rev;
+  for (int t = 199; t >= 0; --t) rev += rec("W" + std::to_string(t), "llvm", {1.0}) + rec("W" + std::to_string(t), "llvm", {2.0});
+  test::TempDir dir2;
+  test::write_text(dir2.file("b.json"), rev);
+  Dataset d2 = Dataset::load({DataSource::parse("x=" + dir2.path.string())}, LoadOptions{});
+  std::set<std::string> k1, k2;
+  for (uint32_t t : s1.test) k1.insert(d.tasks()[t].workload_key);
+  for (uint32_t t : make_split(d2, SplitOptions{}).test) k2.insert(d2.tasks()[t].workload_key);
+  EXPECT_EQ(k1, k2);
+}
+
+TEST(Split, GroupModeHoldsOutWholeDirectories) {
+  test::TempDir dir;
+  for (int g = 0; g < 30; ++g) {
+    std::filesystem::create_directories(dir.path / ("net" + std::to_string(g)));
+    std::string text;
+    for (int t = 0; t < 4; ++t) text += rec("G" + std::to_string(g) + "T" + std::to_string(t), "llvm", {1.0}) +
+                                        rec("G" + std::to_string(g) + "T" + std::to_string(t), "llvm", {2.0});
+    text += rec("shared", "llvm", {1.0 + g});  // one task occurs in every network
+    test::write_text((dir.path / ("net" + std::to_string(g)) / "r.json").string(), text);
+  }
+  Dataset d = Dataset::load({DataSource::parse("x=" + dir.path.string())}, LoadOptions{});
+  SplitOptions so;
+  so.mode = SplitMode::kGroup;
+  so.test_fraction = 0.3;
+  Split s = make_split(d, so);
+  ASSERT_FALSE(s.test.empty());
+  std::set<int> test_groups;
+  for (uint32_t t : s.test) {
+    if (d.tasks()[t].workload_key != "shared") test_groups.insert(d.tasks()[t].groups[0]);
+  }
+  // Every task of a test group is in test; the shared task is test because it occurs in a test group.
+  for (uint32_t t : s.train) {
+    for (int g : d.tasks()[t].groups) EXPECT_EQ(test_groups.count(g), 0u) << d.tasks()[t].workload_key;
+  }
+  bool shared_in_test = false;
+  for (uint32_t t : s.test) shared_in_test |= d.tasks()[t].workload_key == "shared";
+  EXPECT_TRUE(shared_in_test);
+}
+
+TEST(Cache, SecondLoadReadsTheCacheAndGivesTheSameDataset) {
+  test::TempDir dir, cache;
+  test::write_text(dir.file("a.json"), rec("A", "llvm", {2.0}) + "garbage\n" + rec("A", "llvm", {4.0}, 0, 3));
+  LoadOptions lo;
+  lo.cache_dir = cache.path.string();
+  Dataset d1 = Dataset::load({DataSource::parse("p=" + dir.path.string())}, lo);
+  ASSERT_EQ(std::distance(std::filesystem::directory_iterator(cache.path), {}), 1);
+  Dataset d2 = Dataset::load({DataSource::parse("p=" + dir.path.string())}, lo);
+  EXPECT_EQ(d2.num_programs(), d1.num_programs());
+  EXPECT_EQ(d2.read_stats().skipped, 1);
+  EXPECT_EQ(d2.read_stats().examples, d1.read_stats().examples);
+  std::vector<float> x1, x2, m1, m2;
+  d1.featurize({0, 1}, &x1, &m1);
+  d2.featurize({0, 1}, &x2, &m2);
+  EXPECT_EQ(x1, x2);
+  EXPECT_EQ(m1, m2);
+  // A corrupt cache file is ignored (re-parsed), not trusted.
+  auto cf = std::filesystem::directory_iterator(cache.path)->path();
+  test::write_text(cf.string(), "TCLMRC01garbage");
+  Dataset d3 = Dataset::load({DataSource::parse("p=" + dir.path.string())}, lo);
+  EXPECT_EQ(d3.num_programs(), d1.num_programs());
+}
