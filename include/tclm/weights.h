@@ -1,0 +1,56 @@
+// tclm/weights.h: the framework-independent, versioned weights file of a tclm model (".tclm").
+//
+// Layout (all integers little-endian):
+//   0  char[8]  magic "TCLMWTS1"
+//   8  u32      format version (kWeightsFormatVersion)
+//   12 u32      feature-encoding version the model was trained on (tclm/feature.h)
+//   16 str      model kind ("mamba", ...)          str = u32 byte length + bytes (no NUL)
+//      str      model config, JSON
+//      str      metadata, JSON (training data, metrics, date; informational)
+//      u32      number of tensors
+//      per tensor: str name, u32 ndim, i64[ndim] shape, f32[prod(shape)] data
+//   end u32     CRC-32 (zlib crc32) of every byte before it
+// Readers refuse another magic, another format version, a bad checksum, a truncated file, or
+// shapes that do not match the data; the error names the file and the problem. A shape [] (ndim 0)
+// holds one value, a shape with a 0 dimension none. Tensor names are unique: writers and readers
+// refuse duplicates (find() would be ambiguous) and negative dimensions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tclm {
+
+inline constexpr uint32_t kWeightsFormatVersion = 1;
+
+struct NamedTensor {
+  std::string name;            // e.g. "layers.0.mixer.in_proj.weight"
+  std::vector<int64_t> shape;  // row-major
+  std::vector<float> data;     // prod(shape) values
+};
+
+struct WeightsFile {
+  std::string model_kind;
+  uint32_t feature_version = 0;
+  std::string config_json;
+  std::string metadata_json;
+  std::vector<NamedTensor> tensors;
+
+  /// The tensor named `name`, or nullptr.
+  const NamedTensor* find(const std::string& name) const;
+  /// Total number of float parameters.
+  int64_t num_parameters() const;
+};
+
+/// Writes atomically: to "<path>.tmp.<pid>", fsync, then rename over `path`. Throws tclm::Error.
+void save_weights(const WeightsFile& weights, const std::string& path);
+
+/// Reads and verifies a weights file. Throws tclm::Error naming `path` and what is wrong.
+WeightsFile load_weights(const std::string& path);
+
+/// Serialises to / parses from memory (the same bytes as the file).
+std::string serialize_weights(const WeightsFile& weights);
+WeightsFile parse_weights(const std::string& bytes, const std::string& name_for_errors);
+
+}  // namespace tclm
