@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs tclm's build dependencies from Debian's packages (Debian 12). Idempotent: does nothing
+# when everything is already installed. Run as root (or with sudo available).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config
+  libtorch-dev            # training (libtorch 1.13, CPU)
+  libopenblas0-pthread    # without it libtorch falls back to the reference BLAS (~30x slower)
+  libopenblas-dev
+  libsimdjson-dev         # record parsing
+  zlib1g-dev              # gzip records, CRC-32
+  libcli11-dev libfmt-dev # CLI, formatting
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "setup: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

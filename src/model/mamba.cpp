@@ -1,0 +1,340 @@
+// model/mamba.cpp: MambaConfig JSON, the Mamba mixer and cost model, Mamba's initialisation, optimizer
+// parameter groups, and the weights-file export/import. The selective scan kernel is in selective_scan.cpp.
+#include "model/mamba.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <simdjson.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string_view>
+#include <unordered_set>
+
+#include "tclm/error.h"
+
+namespace tclm {
+namespace {
+
+constexpr char kModelKind[] = "mamba";  // WeightsFile::model_kind of this model
+constexpr int kMaxDim = 1 << 16;        // sanity bound on every size in a config (guards huge allocations)
+constexpr double kLayerNormEps = 1e-5;  // upstream Mamba's norm epsilon
+
+// Mamba's dt initialisation (reference-notes §3.3, upstream defaults).
+constexpr double kDtMin = 1e-3;        // dt ~ exp(U(log dt_min, log dt_max))
+constexpr double kDtMax = 1e-1;
+constexpr double kDtInitFloor = 1e-4;  // dt clamped from below before inverse softplus
+constexpr double kDtScale = 1.0;       // dt_proj.weight ~ U(-dt_scale / sqrt(dt_rank), +...)
+
+/// Throws tclm::Error if a field of `cfg` is out of range; `where` names the source in the message.
+void validate(const MambaConfig& cfg, const std::string& where) {
+  auto check = [&](const char* name, int value, int lo) {
+    if (value < lo || value > kMaxDim) {
+      throw Error(fmt::format("{}: {} = {} is out of range [{}, {}]", where, name, value, lo, kMaxDim));
+    }
+  };
+  check("n_features", cfg.n_features, 1);
+  check("d_model", cfg.d_model, 1);
+  check("n_layers", cfg.n_layers, 1);
+  check("d_state", cfg.d_state, 1);
+  check("d_conv", cfg.d_conv, 1);
+  check("expand", cfg.expand, 1);
+  check("dt_rank", cfg.dt_rank, 0);
+  check("head_hidden", cfg.head_hidden, 0);
+  if (static_cast<int64_t>(cfg.expand) * cfg.d_model > kMaxDim) {
+    throw Error(fmt::format("{}: expand * d_model = {} exceeds {}", where,
+                            static_cast<int64_t>(cfg.expand) * cfg.d_model, kMaxDim));
+  }
+  if (!(cfg.dropout >= 0.0f && cfg.dropout < 1.0f)) {
+    throw Error(fmt::format("{}: dropout = {} must be in [0, 1)", where, cfg.dropout));
+  }
+}
+
+std::string shape_str(torch::IntArrayRef shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind(prefix, 0) == 0; }
+
+/// A_log = log(1..N) for every channel (S4D-real), {E, N}.
+torch::Tensor official_A_log(int64_t d_inner, int64_t d_state) {
+  return torch::log(torch::arange(1, d_state + 1, torch::kFloat32)).repeat({d_inner, 1});
+}
+
+}  // namespace
+
+// ---- MambaConfig
+
+int MambaConfig::resolved_dt_rank() const { return dt_rank > 0 ? dt_rank : (d_model + 15) / 16; }
+
+int MambaConfig::resolved_head_hidden() const { return head_hidden > 0 ? head_hidden : d_model; }
+
+std::string MambaConfig::to_json() const {
+  // "{}" on a float prints the shortest text that reads back to the same float.
+  return fmt::format(
+      "{{\"n_features\":{},\"d_model\":{},\"n_layers\":{},\"d_state\":{},\"d_conv\":{},\"expand\":{},"
+      "\"dt_rank\":{},\"head_hidden\":{},\"dropout\":{}}}",
+      n_features, d_model, n_layers, d_state, d_conv, expand, dt_rank, head_hidden, dropout);
+}
+
+MambaConfig MambaConfig::from_json(const std::string& json) {
+  const std::string where = "Mamba config JSON";
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (auto err = parser.parse(json).get(root)) {
+    throw Error(fmt::format("{}: not valid JSON ({})", where, simdjson::error_message(err)));
+  }
+  simdjson::dom::object obj;
+  if (root.get_object().get(obj)) throw Error(fmt::format("{}: expected an object", where));
+
+  MambaConfig cfg;
+  struct IntField {
+    const char* name;
+    int* value;
+    bool seen;
+  };
+  IntField ints[] = {{"n_features", &cfg.n_features, false}, {"d_model", &cfg.d_model, false},
+                     {"n_layers", &cfg.n_layers, false},     {"d_state", &cfg.d_state, false},
+                     {"d_conv", &cfg.d_conv, false},         {"expand", &cfg.expand, false},
+                     {"dt_rank", &cfg.dt_rank, false},       {"head_hidden", &cfg.head_hidden, false}};
+  bool dropout_seen = false;
+  for (auto [key, value] : obj) {
+    if (key == "dropout") {
+      double v = 0.0;
+      if (dropout_seen) throw Error(fmt::format("{}: field \"dropout\" appears twice", where));
+      if (value.get_double().get(v)) throw Error(fmt::format("{}: \"dropout\" must be a number", where));
+      cfg.dropout = static_cast<float>(v);
+      dropout_seen = true;
+      continue;
+    }
+    IntField* field = nullptr;
+    for (IntField& f : ints) {
+      if (key == f.name) field = &f;
+    }
+    if (field == nullptr) throw Error(fmt::format("{}: unknown field \"{}\"", where, key));
+    if (field->seen) throw Error(fmt::format("{}: field \"{}\" appears twice", where, key));
+    int64_t v = 0;
+    if (value.get_int64().get(v)) {
+      throw Error(fmt::format("{}: \"{}\" must be an integer, got {}", where, key,
+                              simdjson::minify(value)));
+    }
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+      throw Error(fmt::format("{}: \"{}\" = {} is out of range", where, key, v));
+    }
+    *field->value = static_cast<int>(v);
+    field->seen = true;
+  }
+  for (const IntField& f : ints) {
+    if (!f.seen) throw Error(fmt::format("{}: missing field \"{}\"", where, f.name));
+  }
+  if (!dropout_seen) throw Error(fmt::format("{}: missing field \"dropout\"", where));
+  validate(cfg, where);
+  return cfg;
+}
+
+// ---- MambaMixer
+
+MambaMixerImpl::MambaMixerImpl(const MambaConfig& config) : cfg(config) {
+  validate(cfg, "MambaMixer");
+  const int64_t d_model = cfg.d_model, d_inner = cfg.d_inner(), d_state = cfg.d_state,
+                dt_rank = cfg.resolved_dt_rank(), d_conv = cfg.d_conv;
+  in_proj = register_module(
+      "in_proj", torch::nn::Linear(torch::nn::LinearOptions(d_model, 2 * d_inner).bias(false)));
+  conv1d = register_module(
+      "conv1d", torch::nn::Conv1d(torch::nn::Conv1dOptions(d_inner, d_inner, /*kernel_size=*/d_conv)
+                                      .groups(d_inner)
+                                      .padding(d_conv - 1)
+                                      .bias(true)));
+  x_proj = register_module(
+      "x_proj", torch::nn::Linear(torch::nn::LinearOptions(d_inner, dt_rank + 2 * d_state).bias(false)));
+  dt_proj = register_module("dt_proj", torch::nn::Linear(torch::nn::LinearOptions(dt_rank, d_inner)));
+  out_proj = register_module(
+      "out_proj", torch::nn::Linear(torch::nn::LinearOptions(d_inner, d_model).bias(false)));
+  A_log = register_parameter("A_log", official_A_log(d_inner, d_state));
+  D = register_parameter("D", torch::ones({d_inner}));
+}
+
+torch::Tensor MambaMixerImpl::forward(const torch::Tensor& h) {
+  const int64_t d_inner = cfg.d_inner(), d_state = cfg.d_state, dt_rank = cfg.resolved_dt_rank();
+  // The fused kernels are CPU float32 only; elsewhere the tensor-op references (same math, slower).
+  const bool fused = h.device().is_cpu() && h.scalar_type() == torch::kFloat32;
+  // split rather than narrow: its backward concatenates the pieces' gradients instead of zero-filling
+  // and adding one full-size gradient per piece.
+  const auto xz = in_proj(h).split(d_inner, -1);  // {B, L, d_model} @ W^T => {B, L, 2 d_inner} => x, z
+  const torch::Tensor& z = xz[1];                 // {B, L, d_inner} gate
+  // SiLU(causal depthwise conv(x)) with conv1d's parameters: step t sees steps t-K+1..t. The fused
+  // kernel replaces conv1d's forward, whose CPU backward alone costs more than the rest of the mixer.
+  const torch::Tensor x =
+      fused ? causal_conv1d_silu(xz[0], conv1d->weight, conv1d->bias)
+            : causal_conv1d_silu_reference(xz[0], conv1d->weight, conv1d->bias).contiguous();  // {B, L, E}
+  const auto dbc = x_proj(x).split_with_sizes({dt_rank, d_state, d_state}, -1);  // {B, L, R + 2N}
+  const torch::Tensor& Bm = dbc[1];                               // {B, L, d_state}
+  const torch::Tensor& C = dbc[2];                                // {B, L, d_state}
+  const torch::Tensor delta = torch::softplus(dt_proj(dbc[0]));  // {B, L, d_inner}, bias inside
+  const torch::Tensor A = -torch::exp(A_log);                     // {d_inner, d_state}
+  const torch::Tensor y = fused ? selective_scan(x, delta, A, Bm, C, D)
+                                : selective_scan_reference(x, delta, A, Bm, C, D);  // {B, L, d_inner}
+  return out_proj(y * torch::silu(z));  // {B, L, d_model}
+}
+
+// ---- MambaCostModel
+
+MambaCostModelImpl::MambaCostModelImpl(const MambaConfig& cfg) : cfg_(cfg) {
+  validate(cfg_, "MambaCostModel");
+  const int64_t d_model = cfg_.d_model, head_hidden = cfg_.resolved_head_hidden();
+  embed_ = register_module("embed", torch::nn::Linear(cfg_.n_features, d_model));
+  norms_list_ = register_module("norms", torch::nn::ModuleList());
+  mixers_list_ = register_module("mixers", torch::nn::ModuleList());
+  for (int i = 0; i < cfg_.n_layers; ++i) {
+    norms_.emplace_back(torch::nn::LayerNormOptions({d_model}).eps(kLayerNormEps));
+    mixers_.emplace_back(cfg_);
+    norms_list_->push_back(norms_.back());
+    mixers_list_->push_back(mixers_.back());
+  }
+  norm_f_ = register_module(
+      "norm_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model}).eps(kLayerNormEps)));
+  head1_ = register_module("head1", torch::nn::Linear(d_model, head_hidden));
+  head2_ = register_module("head2", torch::nn::Linear(head_hidden, 1));
+  dropout_ = register_module("dropout", torch::nn::Dropout(cfg_.dropout));
+}
+
+torch::Tensor MambaCostModelImpl::embed(const torch::Tensor& x, const torch::Tensor& mask) {
+  if (x.dim() != 3 || x.size(2) != cfg_.n_features) {
+    throw Error(fmt::format("MambaCostModel: features must be [batch, n_steps, {}], got {}",
+                            cfg_.n_features, shape_str(x.sizes())));
+  }
+  if (mask.dim() != 2 || mask.size(0) != x.size(0) || mask.size(1) != x.size(1)) {
+    throw Error(fmt::format("MambaCostModel: mask must be [{}, {}], got {}", x.size(0), x.size(1),
+                            shape_str(mask.sizes())));
+  }
+  const torch::Tensor real = mask > 0;                         // {B, L}
+  const torch::Tensor pad = real.logical_not().unsqueeze(-1);  // {B, L, 1}
+  // Padding rows are zeroed first so that even NaN garbage there cannot leak into real steps' gradients.
+  torch::Tensor h = embed_(x.masked_fill(pad, 0.0));  // {B, L, d_model}
+  for (size_t i = 0; i < mixers_.size(); ++i) h = h + mixers_[i](norms_[i](h));
+  h = norm_f_(h).masked_fill(pad, 0.0);
+  const torch::Tensor n_real = real.sum(1, /*keepdim=*/true).to(h.scalar_type()).clamp_min(1);  // {B, 1}
+  return h.sum(1) / n_real;  // {B, d_model}
+}
+
+torch::Tensor MambaCostModelImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+  const torch::Tensor p = dropout_(embed(x, mask));
+  return head2_(torch::relu(head1_(p))).squeeze(-1);  // {B}
+}
+
+std::vector<torch::Tensor> MambaCostModelImpl::no_decay_parameters() {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : named_parameters(/*recurse=*/true)) {
+    if (is_no_decay(p.key())) out.push_back(p.value());
+  }
+  return out;
+}
+
+std::vector<torch::Tensor> MambaCostModelImpl::decay_parameters() {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : named_parameters(/*recurse=*/true)) {
+    if (!is_no_decay(p.key())) out.push_back(p.value());
+  }
+  return out;
+}
+
+bool MambaCostModelImpl::is_no_decay(const std::string& name) {
+  return ends_with(name, ".bias") || ends_with(name, ".A_log") || ends_with(name, ".D") ||
+         starts_with(name, "norms.") || starts_with(name, "norm_f.");
+}
+
+// ---- initialisation
+
+void init_mamba_weights(MambaCostModel& model) {
+  torch::NoGradGuard no_grad;
+  const MambaConfig& cfg = model->config();
+  std::unordered_set<const torch::nn::Module*> dt_projs;
+  for (const auto& module : model->modules(/*include_self=*/false)) {
+    auto* mixer = dynamic_cast<MambaMixerImpl*>(module.get());
+    if (mixer == nullptr) continue;
+    dt_projs.insert(mixer->dt_proj.get());
+    const int64_t d_inner = cfg.d_inner();
+    // dt_proj.weight ~ U(-s, s), s = dt_scale / sqrt(dt_rank).
+    const double s = kDtScale / std::sqrt(static_cast<double>(cfg.resolved_dt_rank()));
+    mixer->dt_proj->weight.uniform_(-s, s);
+    // dt ~ exp(U(log dt_min, log dt_max)) clamped at the floor; bias = softplus^{-1}(dt).
+    const torch::Tensor dt =
+        torch::exp(torch::rand({d_inner}, torch::kFloat64) * (std::log(kDtMax) - std::log(kDtMin)) +
+                   std::log(kDtMin))
+            .clamp_min(kDtInitFloor);
+    mixer->dt_proj->bias.copy_(dt + torch::log(-torch::expm1(-dt)));
+    mixer->A_log.copy_(official_A_log(d_inner, cfg.d_state));
+    mixer->D.fill_(1.0f);
+    // Pre-norm residual rescale: kaiming-uniform(a = sqrt 5) / sqrt(n_layers).
+    torch::nn::init::kaiming_uniform_(mixer->out_proj->weight, std::sqrt(5.0));
+    mixer->out_proj->weight.div_(std::sqrt(static_cast<double>(cfg.n_layers)));
+  }
+  // Upstream zeroes every other Linear bias (embedding and head included); weights keep torch defaults.
+  for (const auto& module : model->modules(/*include_self=*/false)) {
+    auto* linear = dynamic_cast<torch::nn::LinearImpl*>(module.get());
+    if (linear == nullptr || dt_projs.count(linear) != 0 || !linear->bias.defined()) continue;
+    linear->bias.zero_();
+  }
+}
+
+// ---- weights file
+
+void export_to_weights(MambaCostModel& model, WeightsFile* out) {
+  out->model_kind = kModelKind;
+  out->config_json = model->config().to_json();
+  out->tensors.clear();
+  for (const auto& p : model->named_parameters(/*recurse=*/true)) {
+    const torch::Tensor t = p.value().detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    const float* data = t.data_ptr<float>();
+    out->tensors.push_back(NamedTensor{p.key(), t.sizes().vec(), std::vector<float>(data, data + t.numel())});
+  }
+}
+
+void load_into_model(const WeightsFile& weights, MambaCostModel& model) {
+  if (weights.model_kind != kModelKind) {
+    throw Error(
+        fmt::format("weights: model kind is \"{}\", expected \"{}\"", weights.model_kind, kModelKind));
+  }
+  std::map<std::string, const NamedTensor*> by_name;
+  for (const NamedTensor& t : weights.tensors) {
+    if (!by_name.emplace(t.name, &t).second) {
+      throw Error(fmt::format("weights: tensor \"{}\" appears twice", t.name));
+    }
+  }
+  // Check everything before copying anything, so a failed load leaves the model untouched.
+  const auto params = model->named_parameters(/*recurse=*/true);
+  for (const auto& p : params) {
+    const auto it = by_name.find(p.key());
+    if (it == by_name.end()) {
+      throw Error(fmt::format("weights: missing tensor \"{}\" (model config {})", p.key(),
+                              model->config().to_json()));
+    }
+    const NamedTensor& t = *it->second;
+    if (torch::IntArrayRef(t.shape) != p.value().sizes()) {
+      throw Error(fmt::format("weights: tensor \"{}\" has shape {} but the model expects {}", p.key(),
+                              shape_str(t.shape), shape_str(p.value().sizes())));
+    }
+    if (static_cast<int64_t>(t.data.size()) != p.value().numel()) {
+      throw Error(fmt::format("weights: tensor \"{}\" has {} values for shape {}", p.key(), t.data.size(),
+                              shape_str(t.shape)));
+    }
+  }
+  for (const NamedTensor& t : weights.tensors) {
+    if (params.find(t.name) == nullptr) {
+      throw Error(fmt::format("weights: unknown tensor \"{}\" for a Mamba model (config {})", t.name,
+                              model->config().to_json()));
+    }
+  }
+  torch::NoGradGuard no_grad;
+  for (const auto& p : params) {
+    const NamedTensor& t = *by_name.at(p.key());
+    const torch::Tensor src =
+        torch::from_blob(const_cast<float*>(t.data.data()), t.shape, torch::kFloat32);
+    p.value().copy_(src);
+  }
+}
+
+}  // namespace tclm

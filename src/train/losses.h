@@ -1,0 +1,20 @@
+// train/losses.h: ranking and regression losses over groups of programs of one task.
+//
+// Inputs are [T, G]: T groups (rows), each holding up to G programs of ONE task; `mask` marks real
+// entries (1) and padding (0). Labels are normalized throughputs in (0, 1].
+#pragma once
+
+#include <torch/torch.h>
+
+namespace tclm {
+
+/// LambdaRank (Burges 2010; the TenSet/TLP form, reference-notes §4): per row, rank the predictions,
+/// gains G = (2^y - 1) / maxDCG, discounts D = log2(1 + rank), pair weights |1/D_i - 1/D_j| |G_i - G_j|
+/// (no gradient), loss = sum over pairs with y_i > y_j of w_ij * log2(1 + exp(-(s_i - s_j))).
+/// Returns the mean over rows that have at least one pair.
+torch::Tensor lambdarank_loss(const torch::Tensor& scores, const torch::Tensor& labels, const torch::Tensor& mask);
+
+/// Mean squared error over real entries.
+torch::Tensor mse_loss(const torch::Tensor& scores, const torch::Tensor& labels, const torch::Tensor& mask);
+
+}  // namespace tclm

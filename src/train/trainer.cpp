@@ -1,0 +1,304 @@
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <numeric>
+#include <random>
+#include <thread>
+#include <unistd.h>
+
+#include "common/bytes.h"
+#include "tclm/error.h"
+#include "train/losses.h"
+
+namespace tclm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// One group = programs of one task; one batch = groups of one platform.
+struct Batch {
+  std::vector<std::vector<uint32_t>> groups;
+};
+
+std::vector<Batch> make_batches(const Dataset& data, const std::vector<uint32_t>& tasks, const TrainOptions& o,
+                                std::mt19937_64& rng) {
+  std::map<int, std::vector<std::vector<uint32_t>>> groups_by_platform;
+  for (uint32_t t : tasks) {
+    std::vector<uint32_t> progs = data.tasks()[t].programs;
+    std::shuffle(progs.begin(), progs.end(), rng);
+    const size_t n = progs.size();
+    const size_t n_chunks = (n + o.group_size - 1) / o.group_size;
+    for (size_t c = 0; c < n_chunks; ++c) {
+      size_t b = c * n / n_chunks, e = (c + 1) * n / n_chunks;
+      if (e - b < 2) continue;  // a single program has no pair to rank
+      groups_by_platform[data.tasks()[t].platform].emplace_back(progs.begin() + b, progs.begin() + e);
+    }
+  }
+  std::vector<Batch> batches;
+  const size_t groups_per_batch = std::max<size_t>(1, o.batch_size / o.group_size);
+  for (auto& [platform, groups] : groups_by_platform) {
+    // Shuffle, then order by length so that a batch holds groups of similar program length: the
+    // batch is padded to its longest program, and sequence lengths range from ~5 to ~70 steps.
+    // The order of batches is shuffled below, so epochs still visit lengths at random.
+    std::shuffle(groups.begin(), groups.end(), rng);
+    auto longest = [&](const std::vector<uint32_t>& g) {
+      int m = 0;
+      for (uint32_t p : g) m = std::max(m, data.num_steps(p));
+      return m;
+    };
+    std::vector<int> len(groups.size());
+    for (size_t i = 0; i < groups.size(); ++i) len[i] = longest(groups[i]);
+    std::vector<size_t> order(groups.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return len[a] < len[b]; });
+    std::vector<std::vector<uint32_t>> sorted;
+    sorted.reserve(groups.size());
+    for (size_t i : order) sorted.push_back(std::move(groups[i]));
+    groups = std::move(sorted);
+    for (size_t i = 0; i < groups.size(); i += groups_per_batch) {
+      Batch b;
+      for (size_t j = i; j < std::min(groups.size(), i + groups_per_batch); ++j) b.groups.push_back(std::move(groups[j]));
+      batches.push_back(std::move(b));
+    }
+  }
+  std::shuffle(batches.begin(), batches.end(), rng);
+  return batches;
+}
+
+// Features of a batch, plus [T, G] labels and mask for the loss.
+struct BatchTensors {
+  torch::Tensor x, mask, labels, label_mask;
+  std::vector<int64_t> index;  // flat program position -> T*G position
+  int64_t n = 0;
+};
+
+BatchTensors to_tensors(const Dataset& data, const Batch& b, int group_size) {
+  std::vector<uint32_t> programs;
+  BatchTensors t;
+  const int64_t T = static_cast<int64_t>(b.groups.size());
+  std::vector<float> labels(T * group_size, 0.0f), lmask(T * group_size, 0.0f);
+  for (int64_t g = 0; g < T; ++g) {
+    for (size_t j = 0; j < b.groups[g].size(); ++j) {
+      programs.push_back(b.groups[g][j]);
+      t.index.push_back(g * group_size + static_cast<int64_t>(j));
+      labels[g * group_size + j] = data.label(b.groups[g][j]);
+      lmask[g * group_size + j] = 1.0f;
+    }
+  }
+  std::vector<float> x, mask;
+  const int L = data.featurize(programs, &x, &mask);
+  const int64_t n = static_cast<int64_t>(programs.size());
+  t.n = n;
+  t.x = torch::from_blob(x.data(), {n, L, kStepFeatureDim}, torch::kFloat32).clone();
+  t.mask = torch::from_blob(mask.data(), {n, L}, torch::kFloat32).clone();
+  t.labels = torch::from_blob(labels.data(), {T, group_size}, torch::kFloat32).clone();
+  t.label_mask = torch::from_blob(lmask.data(), {T, group_size}, torch::kFloat32).clone();
+  return t;
+}
+
+double lr_at(const TrainOptions& o, int64_t step, int64_t total) {
+  const auto warm = std::max<int64_t>(1, static_cast<int64_t>(o.warmup_fraction * total));
+  if (step < warm) return o.lr * static_cast<double>(step + 1) / static_cast<double>(warm);
+  double p = static_cast<double>(step - warm) / std::max<double>(1.0, static_cast<double>(total - warm));
+  p = std::min(1.0, p);
+  const double floor = o.lr * o.final_lr_fraction;
+  return floor + (o.lr - floor) * 0.5 * (1.0 + std::cos(M_PI * p));
+}
+
+std::string log_json(const std::vector<EpochLog>& log, int best_epoch) {
+  std::string s = fmt::format("{{\"best_epoch\": {}, \"epochs\": [", best_epoch);
+  for (size_t i = 0; i < log.size(); ++i) {
+    const auto& e = log[i];
+    s += fmt::format(
+        "{}\n  {{\"epoch\": {}, \"train_loss\": {:.6g}, \"valid_top1\": {:.6f}, \"valid_top5\": {:.6f}, "
+        "\"lr\": {:.6g}, \"seconds\": {:.3f}, \"samples_per_second\": {:.1f}}}",
+        i ? "," : "", e.epoch, e.train_loss, e.valid_top1, e.valid_top5, e.lr, e.seconds, e.samples_per_second);
+  }
+  return s + "\n]}\n";
+}
+
+void check_finite(const torch::Tensor& loss, int epoch, int64_t step) {
+  if (!std::isfinite(loss.item<double>())) {
+    throw Error(fmt::format(
+        "training diverged: the loss is {} at epoch {} step {}; lower --lr, or check the data for "
+        "extreme costs (tclm info)",
+        loss.item<double>(), epoch, step));
+  }
+}
+
+}  // namespace
+
+void set_threads(int threads) {
+  int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  torch::set_num_threads(n);
+}
+
+std::vector<float> predict_programs(MambaCostModel& model, const Dataset& data,
+                                    const std::vector<uint32_t>& programs, int batch) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = model->is_training();
+  model->eval();
+  std::vector<float> out;
+  out.reserve(programs.size());
+  std::vector<float> x, mask;
+  for (size_t i = 0; i < programs.size(); i += batch) {
+    std::vector<uint32_t> chunk(programs.begin() + i, programs.begin() + std::min(programs.size(), i + batch));
+    const int L = data.featurize(chunk, &x, &mask);
+    const auto n = static_cast<int64_t>(chunk.size());
+    auto xt = torch::from_blob(x.data(), {n, L, kStepFeatureDim}, torch::kFloat32);
+    auto mt = torch::from_blob(mask.data(), {n, L}, torch::kFloat32);
+    auto s = model->forward(xt, mt).contiguous();
+    out.insert(out.end(), s.data_ptr<float>(), s.data_ptr<float>() + n);
+  }
+  if (was_training) model->train();
+  return out;
+}
+
+MambaCostModel load_cost_model(const WeightsFile& w, const std::string& name) {
+  if (w.model_kind != "mamba") {
+    throw Error(fmt::format("{}: model kind '{}' is not supported here (expected 'mamba')", name, w.model_kind));
+  }
+  if (w.feature_version != kFeatureVersion) {
+    throw Error(fmt::format(
+        "{}: the model was trained on feature encoding v{}, but this tclm encodes steps as v{}; "
+        "retrain the model with this version (tclm train) or use the tclm release that made it",
+        name, w.feature_version, kFeatureVersion));
+  }
+  MambaConfig cfg = MambaConfig::from_json(w.config_json);
+  if (cfg.n_features != kStepFeatureDim) {
+    throw Error(fmt::format("{}: model expects {} features per step, the encoding has {}", name,
+                            cfg.n_features, kStepFeatureDim));
+  }
+  MambaCostModel model(cfg);
+  load_into_model(w, model);
+  model->eval();
+  return model;
+}
+
+TrainResult train_cost_model(const Dataset& data, const Split& split, const TrainOptions& o_in) {
+  TrainOptions o = o_in;
+  o.model.n_features = kStepFeatureDim;
+  if (o.loss != "lambdarank" && o.loss != "mse") throw Error("--loss must be 'lambdarank' or 'mse', got '" + o.loss + "'");
+  if (o.group_size < 2) throw Error("--group-size must be >= 2");
+  if (o.batch_size < o.group_size) throw Error("--batch-size must be >= --group-size");
+  if (split.train.empty()) throw Error("no training tasks: the dataset is empty or the split put everything elsewhere");
+  set_threads(o.threads);
+  torch::manual_seed(o.seed);
+  std::mt19937_64 rng(o.seed ^ 0x5eedULL);
+
+  MambaCostModel model(o.model);
+  init_mamba_weights(model);
+  std::vector<torch::optim::OptimizerParamGroup> param_groups;
+  param_groups.emplace_back(model->decay_parameters(),
+                            std::make_unique<torch::optim::AdamOptions>(torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay)));
+  param_groups.emplace_back(model->no_decay_parameters(),
+                            std::make_unique<torch::optim::AdamOptions>(torch::optim::AdamOptions(o.lr).weight_decay(0.0)));
+  torch::optim::Adam opt(std::move(param_groups), torch::optim::AdamOptions(o.lr));
+
+  if (!o.out_dir.empty()) std::filesystem::create_directories(o.out_dir);
+  // The validation set picks the epoch; without one, the training tasks do (reported as such).
+  const std::vector<uint32_t>& valid_tasks = split.valid.empty() ? split.train : split.valid;
+
+  int64_t programs_per_epoch = 0;
+  for (uint32_t t : split.train) programs_per_epoch += static_cast<int64_t>(data.tasks()[t].programs.size());
+  const int64_t steps_per_epoch =
+      std::max<int64_t>(1, (programs_per_epoch + o.batch_size - 1) / o.batch_size);
+  const int64_t total_steps = steps_per_epoch * o.epochs;
+
+  TrainResult result;
+  result.best_valid_top1 = -1;
+  auto t_start = Clock::now();
+  int64_t step = 0;
+  int since_best = 0;
+  const bool tty = o.progress && isatty(fileno(stderr));
+  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+    auto t0 = Clock::now();
+    model->train();
+    auto batches = make_batches(data, split.train, o, rng);
+    double loss_sum = 0;
+    int64_t seen = 0;
+    for (size_t bi = 0; bi < batches.size(); ++bi) {
+      BatchTensors bt = to_tensors(data, batches[bi], o.group_size);
+      const double lr = lr_at(o, step, total_steps);
+      for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
+      auto scores = model->forward(bt.x, bt.mask);
+      auto index = torch::tensor(bt.index, torch::kInt64);
+      auto grid = torch::zeros({bt.labels.numel()}, scores.options()).index_put({index}, scores)
+                      .view(bt.labels.sizes());
+      auto loss = o.loss == "mse" ? mse_loss(grid, bt.labels, bt.label_mask)
+                                  : lambdarank_loss(grid, bt.labels, bt.label_mask);
+      check_finite(loss, epoch, step);
+      opt.zero_grad();
+      loss.backward();
+      if (o.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), o.grad_clip);
+      opt.step();
+      loss_sum += loss.item<double>() * static_cast<double>(bt.n);
+      seen += bt.n;
+      ++step;
+      if (tty) {
+        std::fprintf(stderr, "\repoch %d/%d  batch %zu/%zu  loss %.4f  %.0f programs/s   ", epoch, o.epochs, bi + 1,
+                     batches.size(), loss_sum / std::max<int64_t>(seen, 1), seen / std::max(since(t0), 1e-9));
+        std::fflush(stderr);
+      }
+    }
+    const double train_seconds = since(t0);
+    auto reports = evaluate_rankings(data, valid_tasks, [&](const std::vector<uint32_t>& progs) {
+      return predict_programs(model, data, progs);
+    });
+    const RankingReport& all = reports.back();
+    EpochLog e;
+    e.epoch = epoch;
+    e.train_loss = loss_sum / std::max<int64_t>(seen, 1);
+    e.valid_top1 = all.top1.pooled;
+    e.valid_top5 = all.top5.pooled;
+    e.lr = lr_at(o, std::max<int64_t>(step - 1, 0), total_steps);
+    e.seconds = since(t0);
+    e.samples_per_second = static_cast<double>(seen) / std::max(train_seconds, 1e-9);
+    result.log.push_back(e);
+    const bool better = e.valid_top1 > result.best_valid_top1 + 1e-9;
+    if (better) {
+      result.best_valid_top1 = e.valid_top1;
+      result.best_epoch = epoch;
+      result.best = WeightsFile{};
+      export_to_weights(model, &result.best);
+      result.best.feature_version = kFeatureVersion;
+      result.best.metadata_json = fmt::format(
+          "{{\"epoch\": {}, \"valid_top1\": {:.6f}, \"valid_top5\": {:.6f}, \"loss\": \"{}\", \"seed\": {}, "
+          "\"extra\": {}}}",
+          epoch, e.valid_top1, e.valid_top5, o.loss, o.seed, o.metadata_json);
+      since_best = 0;
+    } else {
+      ++since_best;
+    }
+    if (o.progress) {
+      std::fprintf(stderr, "%sepoch %3d  loss %.5f  valid top-1 %.4f  top-5 %.4f  lr %.2e  %.1f s  %.0f programs/s%s\n",
+                   tty ? "\r" : "", epoch, e.train_loss, e.valid_top1, e.valid_top5, e.lr, e.seconds,
+                   e.samples_per_second, better ? "  *" : "");
+    }
+    if (!o.out_dir.empty()) {
+      WeightsFile ckpt;
+      export_to_weights(model, &ckpt);
+      ckpt.feature_version = kFeatureVersion;
+      ckpt.metadata_json = fmt::format("{{\"epoch\": {}, \"checkpoint\": true}}", epoch);
+      save_weights(ckpt, (std::filesystem::path(o.out_dir) / "checkpoint.tclm").string());
+      if (better) save_weights(result.best, (std::filesystem::path(o.out_dir) / "best.tclm").string());
+      write_file_atomic((std::filesystem::path(o.out_dir) / "train_log.json").string(),
+                        log_json(result.log, result.best_epoch));
+    }
+    if (since_best >= o.patience) {
+      if (o.progress) std::fprintf(stderr, "early stop: no better validation top-1 for %d epochs\n", o.patience);
+      break;
+    }
+  }
+  result.seconds = since(t_start);
+  return result;
+}
+
+}  // namespace tclm

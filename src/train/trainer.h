@@ -1,0 +1,69 @@
+// train/trainer.h: trains a Mamba cost model on the training tasks of a dataset (TCL-SPEC §4).
+//
+// Batches: every epoch, each training task's programs are shuffled and cut into groups of at most
+// `group_size` programs (sizes as even as possible); groups of one platform and similar program
+// length form a batch of about `batch_size` programs (less padding), so every batch holds whole
+// groups of one platform and every program is seen once per epoch. The loss is computed within groups (LambdaRank needs programs of one task).
+// Optimiser: Adam, linear warm-up then cosine decay, gradient-norm clipping. Early stopping on the
+// validation tasks' pooled top-1. Deterministic for a given seed and thread count.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/mamba.h"
+#include "tclm/dataset.h"
+#include "tclm/evaluation.h"
+
+namespace tclm {
+
+struct TrainOptions {
+  MambaConfig model;               // n_features is set from the feature encoding
+  std::string loss = "lambdarank"; // "lambdarank" | "mse"
+  int epochs = 30;
+  int batch_size = 1024;           // programs per batch
+  int group_size = 64;             // programs of one task per group
+  double lr = 7e-4;
+  double warmup_fraction = 0.05;   // of all steps
+  double final_lr_fraction = 0.05; // cosine decay ends at lr * this
+  double grad_clip = 1.0;          // max global gradient norm (<= 0: off)
+  double weight_decay = 0.0;       // never applied to A_log, D, norms, biases
+  int patience = 6;                // epochs without a better validation top-1 before stopping
+  uint64_t seed = 0;
+  int threads = 0;                 // 0 = all cores
+  std::string out_dir;             // checkpoint.tclm, best.tclm, train_log.json (empty: keep in memory)
+  bool progress = true;            // progress display on stderr
+  std::string metadata_json = "{}";// extra metadata stored in the weights file ("data" etc.)
+};
+
+struct EpochLog {
+  int epoch = 0;
+  double train_loss = 0;
+  double valid_top1 = 0;
+  double valid_top5 = 0;
+  double lr = 0;
+  double seconds = 0;
+  double samples_per_second = 0;
+};
+
+struct TrainResult {
+  int best_epoch = 0;
+  double best_valid_top1 = 0;
+  std::vector<EpochLog> log;
+  double seconds = 0;
+  WeightsFile best;       // the best model (also at out_dir/best.tclm when out_dir is set)
+};
+
+TrainResult train_cost_model(const Dataset& data, const Split& split, const TrainOptions& options);
+
+/// Scores programs with a model (eval mode, no gradients), in batches of `batch` programs.
+std::vector<float> predict_programs(MambaCostModel& model, const Dataset& data,
+                                    const std::vector<uint32_t>& programs, int batch = 4096);
+
+/// Builds a model from a weights file, refusing another kind or feature-encoding version.
+MambaCostModel load_cost_model(const WeightsFile& weights, const std::string& name_for_errors);
+
+/// Sets libtorch's intra-op threads (0 = all cores).
+void set_threads(int threads);
+
+}  // namespace tclm

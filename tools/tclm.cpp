@@ -1,0 +1,375 @@
+// tools/tclm.cpp: the tclm command-line tool.
+//
+//   tclm info     dataset statistics per platform (records, tasks, errors, skipped lines)
+//   tclm train    train a Mamba cost model, evaluate it on held-out tasks
+//   tclm eval     evaluate a trained model on the held-out tasks of a dataset
+//   tclm predict  score the records of a file (JSON or CSV out)
+// Exit codes: 0 success, 1 bad input or failure (the message says which file/option), 2 usage.
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+#include <unistd.h>
+
+#include "common/bytes.h"
+#include "tclm/dataset.h"
+#include "tclm/error.h"
+#include "tclm/evaluation.h"
+#include "tclm/weights.h"
+#include "train/trainer.h"
+
+#ifndef TCLM_DEFAULT_DATA
+#define TCLM_DEFAULT_DATA "data/records"
+#endif
+
+using namespace tclm;
+
+namespace {
+
+// Options shared by the commands that read a dataset.
+struct DataOptions {
+  std::vector<std::string> sources;
+  std::string cache_dir;
+  int max_steps = kDefaultMaxSteps;
+  double test_fraction = 0.2;
+  double valid_fraction = 0.1;
+  uint64_t split_seed = 0;
+  std::string split = "task";
+
+  void add_to(CLI::App* app, bool with_split) {
+    app->add_option("-d,--data", sources,
+                    "Record source, repeatable: [PLATFORM=]PATH, a file or directory of Ansor records "
+                    "(.json/.log, plain or .gz). PLATFORM names the hardware when the target string does "
+                    "not (e.g. k80=path/to/k80). Default: the embedded data, " TCLM_DEFAULT_DATA "/*");
+    app->add_option("--cache-dir", cache_dir,
+                    "Cache parsed record files here (binary; rebuilt per file when a file changes)");
+    app->add_option("--max-steps", max_steps, "Steps per program kept by the featurizer")->check(CLI::Range(1, 4096));
+    if (with_split) {
+      app->add_option("--test-fraction", test_fraction, "Fraction of workloads (or groups) held out for test")
+          ->check(CLI::Range(0.0, 0.95));
+      app->add_option("--valid-fraction", valid_fraction, "Fraction of workloads (or groups) for validation")
+          ->check(CLI::Range(0.0, 0.95));
+      app->add_option("--split-seed", split_seed, "Seed of the task split (hash-based, order independent)");
+      app->add_option("--split", split,
+                      "Unit held out: 'task' (workload key, on every platform at once) or 'group' (a whole "
+                      "data directory / network, e.g. tvm_ansor_bench/<net>)")
+          ->check(CLI::IsMember({"task", "group"}));
+    }
+  }
+
+  std::vector<DataSource> resolve() const {
+    std::vector<DataSource> out;
+    if (sources.empty()) {
+      namespace fs = std::filesystem;
+      if (!fs::is_directory(TCLM_DEFAULT_DATA)) {
+        throw Error(std::string("no --data given and the embedded data directory '") + TCLM_DEFAULT_DATA +
+                    "' is missing");
+      }
+      std::vector<std::string> names;
+      for (const auto& e : fs::directory_iterator(TCLM_DEFAULT_DATA)) {
+        if (e.is_directory()) names.push_back(e.path().filename().string());
+      }
+      std::sort(names.begin(), names.end());
+      for (const auto& n : names) out.push_back(DataSource{std::string(TCLM_DEFAULT_DATA) + "/" + n, n});
+      return out;
+    }
+    for (const auto& s : sources) out.push_back(DataSource::parse(s));
+    return out;
+  }
+
+  Dataset load(bool progress) const {
+    LoadOptions lo;
+    lo.max_steps = max_steps;
+    lo.cache_dir = cache_dir;
+    lo.progress = progress;
+    return Dataset::load(resolve(), lo);
+  }
+
+  SplitOptions split_options() const {
+    SplitOptions so;
+    so.test_fraction = test_fraction;
+    so.valid_fraction = valid_fraction;
+    so.seed = split_seed;
+    so.mode = split == "group" ? SplitMode::kGroup : SplitMode::kTask;
+    return so;
+  }
+};
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      o += fmt::format("\\u{:04x}", static_cast<int>(c));
+    } else {
+      o += c;
+    }
+  }
+  return o;
+}
+
+std::string info_text(const Dataset& d) {
+  std::string s = fmt::format("{:<40} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9}\n", "platform", "records", "programs",
+                              "tasks", "errors", "bad cost", "truncated");
+  for (size_t i = 0; i < d.platforms().size(); ++i) {
+    const auto& p = d.platform_stats()[i];
+    s += fmt::format("{:<40} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9}\n", d.platforms()[i].substr(0, 40), p.records,
+                     p.programs, p.tasks, p.errors, p.bad_costs, p.truncated);
+  }
+  s += "errors: error_no != 0 (kept out); bad cost: error_no 0 but a cost <= 0, non-finite or >= 1e9;\n"
+       "truncated: programs longer than --max-steps (first steps kept)\n\n";
+  s += d.read_stats().report();
+  return s;
+}
+
+std::string info_json(const Dataset& d) {
+  std::string s = "{\"platforms\": [";
+  for (size_t i = 0; i < d.platforms().size(); ++i) {
+    const auto& p = d.platform_stats()[i];
+    std::string codes;
+    for (const auto& [c, n] : p.errors_by_code) codes += fmt::format("{}\"{}\": {}", codes.empty() ? "" : ", ", c, n);
+    s += fmt::format(
+        "{}\n  {{\"name\": \"{}\", \"records\": {}, \"programs\": {}, \"tasks\": {}, \"errors\": {}, "
+        "\"errors_by_code\": {{{}}}, \"bad_costs\": {}, \"truncated\": {}}}",
+        i ? "," : "", json_escape(d.platforms()[i]), p.records, p.programs, p.tasks, p.errors, codes, p.bad_costs,
+        p.truncated);
+  }
+  const auto& r = d.read_stats();
+  s += fmt::format("\n], \"files\": {}, \"lines\": {}, \"records\": {}, \"skipped_lines\": {}, \"skipped_by_reason\": {{",
+                   r.files, r.lines, r.records, r.skipped);
+  bool first = true;
+  for (const auto& [k, v] : r.skipped_by_reason) {
+    s += fmt::format("{}\"{}\": {}", first ? "" : ", ", json_escape(k), v);
+    first = false;
+  }
+  s += "}, \"skipped_examples\": [";
+  for (size_t i = 0; i < r.examples.size(); ++i) s += fmt::format("{}\"{}\"", i ? ", " : "", json_escape(r.examples[i]));
+  return s + "]}\n";
+}
+
+std::string reports_json(const std::vector<RankingReport>& reports) {
+  std::string s = "[";
+  for (size_t i = 0; i < reports.size(); ++i) s += (i ? ",\n " : "") + reports[i].to_json();
+  return s + "]";
+}
+
+void print_split(const Dataset& d, const Split& s) {
+  std::fprintf(stderr, "split: %zu train / %zu valid / %zu test tasks (%lld tasks with < 2 programs left out)\n",
+               s.train.size(), s.valid.size(), s.test.size(), static_cast<long long>(s.too_small));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // libgomp reads OMP_WAIT_POLICY when it is loaded, before main. Its default (spinning waiters)
+  // fights OpenBLAS's threads for the cores and costs 15-25% of a training step on 2 cores
+  // (docs/benchmarks.md), so re-execute once with the passive policy unless the user chose one.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    ::execv("/proc/self/exe", argv);  // returns only on failure: then go on with the default
+  }
+  CLI::App app{
+      "tclm: a learned, cross-hardware cost model for tensor programs (TCL).\n"
+      "Reads Ansor measure records, trains a Mamba model on transform-step sequences and ranks candidate\n"
+      "programs of a task. Run 'tclm COMMAND --help' for each command."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tclm 0.1.0 (feature encoding v" + std::to_string(kFeatureVersion) + ")");
+
+  // ---- info
+  auto* info = app.add_subcommand("info", "Dataset statistics per platform: records, programs, tasks, errors, skipped lines");
+  DataOptions info_data;
+  info_data.add_to(info, false);
+  std::string info_json_path;
+  info->add_option("--json", info_json_path, "Also write the statistics as JSON to this file ('-' = stdout only JSON)");
+
+  // ---- train
+  auto* train = app.add_subcommand("train", "Train a Mamba cost model and report top-1/top-5 on held-out tasks");
+  DataOptions train_data;
+  train_data.add_to(train, true);
+  TrainOptions to;
+  std::string out_dir = "out/model";
+  train->add_option("-o,--out", out_dir, "Output directory: best.tclm, checkpoint.tclm, train_log.json, report.json");
+  train->add_option("--d-model", to.model.d_model, "Model width")->check(CLI::Range(4, 4096));
+  train->add_option("--n-layers", to.model.n_layers, "Mamba blocks")->check(CLI::Range(1, 64));
+  train->add_option("--d-state", to.model.d_state, "SSM state size N")->check(CLI::Range(1, 256));
+  train->add_option("--d-conv", to.model.d_conv, "Causal conv width")->check(CLI::Range(1, 64));
+  train->add_option("--expand", to.model.expand, "Inner width = expand * d_model")->check(CLI::Range(1, 16));
+  train->add_option("--loss", to.loss, "lambdarank (within tasks) or mse")->check(CLI::IsMember({"lambdarank", "mse"}));
+  train->add_option("--epochs", to.epochs, "Maximum epochs")->check(CLI::Range(1, 100000));
+  train->add_option("--batch-size", to.batch_size, "Programs per batch")->check(CLI::Range(2, 1 << 20));
+  train->add_option("--group-size", to.group_size, "Programs of one task per ranking group")->check(CLI::Range(2, 4096));
+  train->add_option("--lr", to.lr, "Peak learning rate (Adam)")->check(CLI::Range(1e-7, 1.0));
+  train->add_option("--patience", to.patience, "Early stopping: epochs without a better validation top-1");
+  train->add_option("--seed", to.seed, "Seed of initialisation and batch order");
+  train->add_option("--threads", to.threads, "Threads (0 = all cores)");
+  bool train_quiet = false;
+  train->add_flag("--quiet", train_quiet, "No progress display");
+
+  // ---- eval
+  auto* eval = app.add_subcommand("eval", "Evaluate a trained model on the held-out test tasks of a dataset");
+  DataOptions eval_data;
+  eval_data.add_to(eval, true);
+  std::string eval_model = "out/model/best.tclm", eval_json;
+  bool eval_all = false;
+  int eval_threads = 0;
+  eval->add_option("-m,--model", eval_model, "Weights file (.tclm)");
+  eval->add_flag("--all-tasks", eval_all, "Evaluate on every task, not only the split's test tasks");
+  eval->add_option("--json", eval_json, "Write the report as JSON to this file");
+  eval->add_option("--threads", eval_threads, "Threads (0 = all cores)");
+
+  // ---- predict
+  auto* predict = app.add_subcommand("predict", "Score the records of a file with a trained model (higher = faster)");
+  std::string pred_model = "out/model/best.tclm", pred_input, pred_output = "-", pred_format;
+  int pred_threads = 0, pred_max_steps = kDefaultMaxSteps;
+  predict->add_option("-m,--model", pred_model, "Weights file (.tclm)");
+  predict->add_option("-i,--input", pred_input, "Ansor record file (plain or .gz)")->required();
+  predict->add_option("-o,--output", pred_output, "Output file ('-' = stdout)");
+  predict->add_option("--format", pred_format, "csv or json (default: from the output name, else csv)")
+      ->check(CLI::IsMember({"csv", "json"}));
+  predict->add_option("--max-steps", pred_max_steps, "Steps per program kept by the featurizer");
+  predict->add_option("--threads", pred_threads, "Threads (0 = all cores)");
+
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (info->parsed()) {
+      Dataset d = info_data.load(isatty(fileno(stderr)));
+      if (info_json_path == "-") {
+        std::cout << info_json(d);
+      } else {
+        std::cout << info_text(d);
+        if (!info_json_path.empty()) write_file_atomic(info_json_path, info_json(d));
+      }
+      return 0;
+    }
+
+    if (train->parsed()) {
+      to.progress = !train_quiet;
+      to.out_dir = out_dir;
+      Dataset d = train_data.load(to.progress && isatty(fileno(stderr)));
+      std::cerr << info_text(d) << "\n";
+      Split s = make_split(d, train_data.split_options());
+      print_split(d, s);
+      std::string data_desc;
+      for (const auto& src : train_data.resolve()) {
+        data_desc += fmt::format("{}\"{}={}\"", data_desc.empty() ? "" : ", ", json_escape(src.platform), json_escape(src.path));
+      }
+      to.metadata_json = fmt::format("{{\"data\": [{}], \"split\": \"{}\", \"split_seed\": {}, \"test_fraction\": {}, "
+                                     "\"valid_fraction\": {}, \"max_steps\": {}}}",
+                                     data_desc, train_data.split, train_data.split_seed, train_data.test_fraction,
+                                     train_data.valid_fraction, train_data.max_steps);
+      TrainResult r = train_cost_model(d, s, to);
+      std::fprintf(stderr, "trained %zu epochs in %.1f s; best epoch %d (valid top-1 %.4f); model: %s/best.tclm\n",
+                   r.log.size(), r.seconds, r.best_epoch, r.best_valid_top1, out_dir.c_str());
+      MambaCostModel model = load_cost_model(r.best, "best model");
+      auto reports = evaluate_rankings(d, s.test, [&](const std::vector<uint32_t>& p) {
+        return predict_programs(model, d, p);
+      });
+      std::cout << "\nheld-out test tasks (never seen in training):\n" << format_reports(reports);
+      write_file_atomic(out_dir + "/report.json",
+                        fmt::format("{{\"test\": {}, \"best_epoch\": {}, \"seconds\": {:.1f}, \"train_tasks\": {}, "
+                                    "\"valid_tasks\": {}, \"test_tasks\": {}}}\n",
+                                    reports_json(reports), r.best_epoch, r.seconds, s.train.size(), s.valid.size(),
+                                    s.test.size()));
+      std::cout << "report: " << out_dir << "/report.json\n";
+      return 0;
+    }
+
+    if (eval->parsed()) {
+      set_threads(eval_threads);
+      WeightsFile w = load_weights(eval_model);
+      MambaCostModel model = load_cost_model(w, eval_model);
+      Dataset d = eval_data.load(isatty(fileno(stderr)));
+      std::vector<uint32_t> tasks;
+      if (eval_all) {
+        SplitOptions so = eval_data.split_options();
+        so.test_fraction = 0;
+        so.valid_fraction = 0;
+        Split s = make_split(d, so);
+        tasks = s.train;
+      } else {
+        Split s = make_split(d, eval_data.split_options());
+        print_split(d, s);
+        tasks = s.test;
+      }
+      auto reports = evaluate_rankings(d, tasks, [&](const std::vector<uint32_t>& p) {
+        return predict_programs(model, d, p);
+      });
+      std::cout << format_reports(reports);
+      if (!eval_json.empty()) write_file_atomic(eval_json, reports_json(reports) + "\n");
+      return 0;
+    }
+
+    if (predict->parsed()) {
+      set_threads(pred_threads);
+      WeightsFile w = load_weights(pred_model);
+      MambaCostModel model = load_cost_model(w, pred_model);
+      // Read the records into a one-file dataset view of their own: every well-formed record is
+      // scored, including failed measurements (a tuner scores unmeasured candidates).
+      std::vector<MeasureRecord> records;
+      std::vector<int64_t> lines;
+      ReadStats stats;
+      read_record_file(pred_input, [&](const MeasureRecord& r, const RecordOrigin& o) {
+        records.push_back(r);
+        lines.push_back(o.line);
+      }, &stats);
+      std::vector<float> scores;
+      const int B = 4096;
+      torch::NoGradGuard no_grad;
+      for (size_t i = 0; i < records.size(); i += B) {
+        const size_t n = std::min(records.size(), i + B) - i;
+        int L = 1;
+        for (size_t j = 0; j < n; ++j) L = std::max(L, std::min<int>(records[i + j].steps.size(), pred_max_steps));
+        std::vector<float> x(n * L * kStepFeatureDim), mask(n * L, 0.0f);
+        for (size_t j = 0; j < n; ++j) {
+          int used = featurize_program(records[i + j].steps, L, x.data() + j * L * kStepFeatureDim);
+          std::fill(mask.begin() + j * L, mask.begin() + j * L + used, 1.0f);
+        }
+        auto s = model->forward(torch::from_blob(x.data(), {(int64_t)n, L, kStepFeatureDim}),
+                                torch::from_blob(mask.data(), {(int64_t)n, L})).contiguous();
+        scores.insert(scores.end(), s.data_ptr<float>(), s.data_ptr<float>() + n);
+      }
+      std::string format = pred_format;
+      if (format.empty()) format = pred_output.size() > 5 && pred_output.ends_with(".json") ? "json" : "csv";
+      std::string out;
+      if (format == "csv") {
+        out = "line,workload_key,score,mean_cost_sec,error_no\n";
+        for (size_t i = 0; i < records.size(); ++i) {
+          std::string wk = records[i].workload_key;
+          std::string q = "\"";
+          for (char c : wk) q += (c == '"') ? std::string("\"\"") : std::string(1, c);
+          out += fmt::format("{},{}\",{:.7g},{:.7g},{}\n", lines[i], q, scores[i],
+                             records[i].valid() ? records[i].mean_cost() : NAN, records[i].error_no);
+        }
+      } else {
+        out = "[";
+        for (size_t i = 0; i < records.size(); ++i) {
+          double c = records[i].valid() ? records[i].mean_cost() : -1;
+          out += fmt::format("{}\n {{\"line\": {}, \"workload_key\": \"{}\", \"score\": {:.7g}, \"mean_cost_sec\": {}, "
+                             "\"error_no\": {}}}",
+                             i ? "," : "", lines[i], json_escape(records[i].workload_key), scores[i],
+                             c > 0 ? fmt::format("{:.7g}", c) : "null", records[i].error_no);
+        }
+        out += "\n]\n";
+      }
+      if (pred_output == "-") {
+        std::cout << out;
+      } else {
+        write_file_atomic(pred_output, out);
+      }
+      std::fprintf(stderr, "scored %zu records; %lld malformed lines skipped\n", records.size(),
+                   static_cast<long long>(stats.skipped));
+      if (stats.skipped > 0) std::cerr << stats.report();
+      return 0;
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "tclm: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tclm: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
