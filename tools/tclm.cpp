@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
   train_data.add_to(train, true);
   TrainOptions to;
   std::string out_dir = "out/model";
-  train->add_option("-o,--out", out_dir, "Output directory: best.tclm, checkpoint.tclm, train_log.json, report.json");
+  train->add_option("-o,--out", out_dir, "Output directory: best.tclm, checkpoint.tclm, train_log.json, report.json, test_tasks.csv");
   train->add_option("--d-model", to.model.d_model, "Model width")->check(CLI::Range(4, 4096));
   train->add_option("--n-layers", to.model.n_layers, "Mamba blocks")->check(CLI::Range(1, 64));
   train->add_option("--d-state", to.model.d_state, "SSM state size N")->check(CLI::Range(1, 256));
@@ -217,6 +217,8 @@ int main(int argc, char** argv) {
   eval->add_option("-m,--model", eval_model, "Weights file (.tclm)");
   eval->add_flag("--all-tasks", eval_all, "Evaluate on every task, not only the split's test tasks");
   eval->add_option("--json", eval_json, "Write the report as JSON to this file");
+  std::string eval_per_task;
+  eval->add_option("--per-task", eval_per_task, "Write per-task results (top-1, top-5, random) as CSV to this file");
   eval->add_option("--threads", eval_threads, "Threads (0 = all cores)");
 
   // ---- predict
@@ -264,9 +266,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "trained %zu epochs in %.1f s; best epoch %d (valid top-1 %.4f); model: %s/best.tclm\n",
                    r.log.size(), r.seconds, r.best_epoch, r.best_valid_top1, out_dir.c_str());
       MambaCostModel model = load_cost_model(r.best, "best model");
+      std::vector<TaskResult> per_task;
       auto reports = evaluate_rankings(d, s.test, [&](const std::vector<uint32_t>& p) {
         return predict_programs(model, d, p);
-      });
+      }, &per_task);
+      write_file_atomic(out_dir + "/test_tasks.csv", per_task_csv(per_task));
       std::cout << "\nheld-out test tasks (never seen in training):\n" << format_reports(reports);
       write_file_atomic(out_dir + "/report.json",
                         fmt::format("{{\"test\": {}, \"best_epoch\": {}, \"seconds\": {:.1f}, \"train_tasks\": {}, "
@@ -294,10 +298,12 @@ int main(int argc, char** argv) {
         print_split(d, s);
         tasks = s.test;
       }
+      std::vector<TaskResult> per_task;
       auto reports = evaluate_rankings(d, tasks, [&](const std::vector<uint32_t>& p) {
         return predict_programs(model, d, p);
-      });
+      }, &per_task);
       std::cout << format_reports(reports);
+      if (!eval_per_task.empty()) write_file_atomic(eval_per_task, per_task_csv(per_task));
       if (!eval_json.empty()) write_file_atomic(eval_json, reports_json(reports) + "\n");
       return 0;
     }

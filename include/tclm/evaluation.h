@@ -23,11 +23,24 @@ struct RankingReport {
   std::string to_json() const;
 };
 
+/// One task's result (for per-task CSV output).
+struct TaskResult {
+  std::string platform, workload_key, group;
+  int64_t programs = 0;
+  double best = 0;        // best true latency, seconds
+  double top1 = 0, top5 = 0;  // best(t) / lat_k(t)
+  double random_top1 = 0;     // best(t) / E[lat_1] = best / mean latency
+};
+
 /// Evaluates `scorer` on `tasks` (indices into data.tasks()): one report per platform present,
 /// then, if there is more than one platform, an "all" report. Task weights are 1; groups are the
 /// tasks' first group (data directory / network).
 std::vector<RankingReport> evaluate_rankings(const Dataset& data, const std::vector<uint32_t>& tasks,
-                                             const ProgramScorer& scorer);
+                                             const ProgramScorer& scorer,
+                                             std::vector<TaskResult>* per_task = nullptr);
+
+/// Per-task results as CSV (header + one line per task).
+std::string per_task_csv(const std::vector<TaskResult>& results);
 
 /// A fixed-width table of reports for terminals.
 std::string format_reports(const std::vector<RankingReport>& reports);

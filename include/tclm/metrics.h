@@ -26,6 +26,9 @@ struct TaskRanking {
 struct TopKScore {
   double pooled = 0;      // TLP aggregation
   double group_mean = 0;  // TenSet aggregation
+  double task_mean = 0;   // unweighted mean over tasks of best(t) / lat_k(t): every task counts the
+                          // same, whatever its latency (the pooled score is dominated by the
+                          // slowest tasks); tclm's early-stopping criterion
   int num_tasks = 0;
   int num_groups = 0;
 };

@@ -7,7 +7,8 @@ namespace tclm {
 
 std::string RankingReport::to_json() const {
   auto topk = [](const TopKScore& s) {
-    return fmt::format("{{\"pooled\": {:.6f}, \"group_mean\": {:.6f}}}", s.pooled, s.group_mean);
+    return fmt::format("{{\"pooled\": {:.6f}, \"group_mean\": {:.6f}, \"task_mean\": {:.6f}}}", s.pooled,
+                       s.group_mean, s.task_mean);
   };
   return fmt::format(
       "{{\"platform\": \"{}\", \"tasks\": {}, \"programs\": {}, \"top1\": {}, \"top5\": {}, "
@@ -16,7 +17,7 @@ std::string RankingReport::to_json() const {
 }
 
 std::vector<RankingReport> evaluate_rankings(const Dataset& data, const std::vector<uint32_t>& tasks,
-                                             const ProgramScorer& scorer) {
+                                             const ProgramScorer& scorer, std::vector<TaskResult>* per_task) {
   // Score all programs of the given tasks in one call (the scorer batches internally).
   std::vector<uint32_t> programs;
   for (uint32_t t : tasks) {
@@ -34,6 +35,18 @@ std::vector<RankingReport> evaluate_rankings(const Dataset& data, const std::vec
     for (uint32_t p : task.programs) {
       r.latencies.push_back(data.cost(p));
       r.scores.push_back(scores[pos++]);
+    }
+    if (per_task != nullptr) {
+      TaskResult tr;
+      tr.platform = data.platforms()[task.platform];
+      tr.workload_key = task.workload_key;
+      tr.group = r.group;
+      tr.programs = static_cast<int64_t>(r.latencies.size());
+      tr.best = task.min_cost;
+      tr.top1 = top_k_score({r}, 1).pooled;
+      tr.top5 = top_k_score({r}, 5).pooled;
+      tr.random_top1 = expected_random_top_k_score({r}, 1).pooled;
+      per_task->push_back(std::move(tr));
     }
     by_platform[task.platform].push_back(r);
     all.push_back(std::move(r));
@@ -56,15 +69,31 @@ std::vector<RankingReport> evaluate_rankings(const Dataset& data, const std::vec
   return out;
 }
 
-std::string format_reports(const std::vector<RankingReport>& reports) {
-  std::string s = fmt::format("{:<28} {:>6} {:>9} {:>7} {:>7} {:>8} {:>8} {:>9}\n", "platform", "tasks",
-                              "programs", "top-1", "top-5", "rand@1", "rand@5", "pairwise");
-  for (const auto& r : reports) {
-    s += fmt::format("{:<28} {:>6} {:>9} {:>7.4f} {:>7.4f} {:>8.4f} {:>8.4f} {:>9.4f}\n", r.platform.substr(0, 28),
-                     r.tasks, r.programs, r.top1.pooled, r.top5.pooled, r.random_top1.pooled,
-                     r.random_top5.pooled, r.pairwise);
+std::string per_task_csv(const std::vector<TaskResult>& results) {
+  auto q = [](const std::string& s) {
+    std::string o = "\"";
+    for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return o + "\"";
+  };
+  std::string s = "platform,workload_key,group,programs,best_sec,top1,top5,random_top1\n";
+  for (const auto& r : results) {
+    s += fmt::format("{},{},{},{},{:.6g},{:.6f},{:.6f},{:.6f}\n", q(r.platform), q(r.workload_key), q(r.group),
+                     r.programs, r.best, r.top1, r.top5, r.random_top1);
   }
-  s += "top-k: pooled over tasks (TLP); rand@k: exact expectation of a random ranking of the same tasks\n";
+  return s;
+}
+
+std::string format_reports(const std::vector<RankingReport>& reports) {
+  std::string s = fmt::format("{:<24} {:>5} {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8}\n", "platform", "tasks",
+                              "programs", "top-1", "top-5", "rand@1", "rand@5", "task@1", "rtask@1", "pairwise");
+  for (const auto& r : reports) {
+    s += fmt::format("{:<24} {:>5} {:>8} {:>7.4f} {:>7.4f} {:>7.4f} {:>7.4f} {:>8.4f} {:>8.4f} {:>8.4f}\n",
+                     r.platform.substr(0, 24), r.tasks, r.programs, r.top1.pooled, r.top5.pooled,
+                     r.random_top1.pooled, r.random_top5.pooled, r.top1.task_mean, r.random_top1.task_mean,
+                     r.pairwise);
+  }
+  s += "top-k: pooled over tasks (TLP's definition); rand@k: exact expectation of a random ranking of the same\n"
+       "tasks; task@1 / rtask@1: mean over tasks of best/lat_1 for the model / random; pairwise: within tasks\n";
   return s;
 }
 

@@ -122,18 +122,20 @@ TopKScore aggregate(const std::vector<TaskTerm>& terms) {
   out.num_tasks = static_cast<int>(terms.size());
   if (terms.empty()) return out;  // no data: all zero, callers see num_tasks == 0
 
-  double best_sum = 0, top_k_sum = 0;
+  double best_sum = 0, top_k_sum = 0, ratio_sum = 0;
   // std::map keeps the per-group sums in name order, so the result does not depend on task order
   // beyond floating-point summation within a group.
   std::map<std::string, std::pair<double, double>> groups;
   for (const TaskTerm& t : terms) {
     best_sum += t.weighted_best;
     top_k_sum += t.weighted_top_k;
+    ratio_sum += t.weighted_best / t.weighted_top_k;
     auto& g = groups[*t.group];
     g.first += t.weighted_best;
     g.second += t.weighted_top_k;
   }
   out.pooled = best_sum / top_k_sum;
+  out.task_mean = ratio_sum / static_cast<double>(terms.size());
   double group_sum = 0;
   for (const auto& [name, sums] : groups) group_sum += sums.first / sums.second;
   out.num_groups = static_cast<int>(groups.size());

@@ -256,13 +256,15 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
     EpochLog e;
     e.epoch = epoch;
     e.train_loss = loss_sum / std::max<int64_t>(seen, 1);
-    e.valid_top1 = all.top1.pooled;
-    e.valid_top5 = all.top5.pooled;
+    e.valid_top1 = all.top1.task_mean;
+    e.valid_top5 = all.top5.task_mean;
     e.lr = lr_at(o, std::max<int64_t>(step - 1, 0), total_steps);
     e.seconds = since(t0);
     e.samples_per_second = static_cast<double>(seen) / std::max(train_seconds, 1e-9);
     result.log.push_back(e);
-    const bool better = e.valid_top1 > result.best_valid_top1 + 1e-9;
+    // Ties go to the later epoch (more training on the same validation result).
+    const bool improved = e.valid_top1 > result.best_valid_top1 + 1e-9;
+    const bool better = improved || e.valid_top1 >= result.best_valid_top1;
     if (better) {
       result.best_valid_top1 = e.valid_top1;
       result.best_epoch = epoch;
@@ -273,10 +275,8 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
           "{{\"epoch\": {}, \"valid_top1\": {:.6f}, \"valid_top5\": {:.6f}, \"loss\": \"{}\", \"seed\": {}, "
           "\"extra\": {}}}",
           epoch, e.valid_top1, e.valid_top5, o.loss, o.seed, o.metadata_json);
-      since_best = 0;
-    } else {
-      ++since_best;
     }
+    since_best = improved ? 0 : since_best + 1;
     if (o.progress) {
       std::fprintf(stderr, "%sepoch %3d  loss %.5f  valid top-1 %.4f  top-5 %.4f  lr %.2e  %.1f s  %.0f programs/s%s\n",
                    tty ? "\r" : "", epoch, e.train_loss, e.valid_top1, e.valid_top5, e.lr, e.seconds,

@@ -5,7 +5,8 @@
 // length form a batch of about `batch_size` programs (less padding), so every batch holds whole
 // groups of one platform and every program is seen once per epoch. The loss is computed within groups (LambdaRank needs programs of one task).
 // Optimiser: Adam, linear warm-up then cosine decay, gradient-norm clipping. Early stopping on the
-// validation tasks' pooled top-1. Deterministic for a given seed and thread count.
+// validation tasks' mean per-task top-1 (TopKScore::task_mean; the pooled score is dominated by the
+// few slowest tasks and barely moves). Deterministic for a given seed and thread count.
 #pragma once
 
 #include <string>
@@ -39,8 +40,8 @@ struct TrainOptions {
 struct EpochLog {
   int epoch = 0;
   double train_loss = 0;
-  double valid_top1 = 0;
-  double valid_top5 = 0;
+  double valid_top1 = 0;  // task_mean
+  double valid_top5 = 0;  // task_mean
   double lr = 0;
   double seconds = 0;
   double samples_per_second = 0;

@@ -45,6 +45,8 @@ TEST(TopKScore, Top1ByHand) {
   const TopKScore s = top_k_score(example_tasks(), 1);
   EXPECT_DOUBLE_EQ(s.pooled, 17.0 / 28.0);
   EXPECT_DOUBLE_EQ(s.group_mean, 0.75);
+  // task_mean = (1/2 + 5/10 + 6/6) / 3 = 2/3 (weights do not enter a per-task ratio)
+  EXPECT_DOUBLE_EQ(s.task_mean, 2.0 / 3.0);
   EXPECT_EQ(s.num_tasks, 3);   // the empty task is ignored
   EXPECT_EQ(s.num_groups, 2);  // ... and so is its group
 }
@@ -56,6 +58,8 @@ TEST(TopKScore, Top2ByHand) {
   const TopKScore s = top_k_score(example_tasks(), 2);
   EXPECT_DOUBLE_EQ(s.pooled, 17.0 / 18.0);
   EXPECT_DOUBLE_EQ(s.group_mean, 23.0 / 24.0);
+  // task_mean = (1/2 + 5/5 + 6/6) / 3 = 5/6
+  EXPECT_DOUBLE_EQ(s.task_mean, 5.0 / 6.0);
 }
 
 TEST(TopKScore, Top3AndTop5FindTheBest) {
