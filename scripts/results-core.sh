@@ -17,7 +17,7 @@ run k80        "k80=$shared/roller_osdi22/k80" "$@"
 run v100       "v100=$shared/roller_osdi22/v100" "$@"
 run mi50       "mi50=$shared/roller_osdi22/mi50" "$@"
 run platinum8358 "platinum8358=$shared/tlcbench_platinum8358" "$@"
-run ansor24c   "ansor24c=$shared/tvm_ansor_bench" --split group "$@"
+[ -n "${WITH_ANSOR24C:-}" ] && run ansor24c "ansor24c=$shared/tvm_ansor_bench" --split group "$@"
 python3 - "$out" <<'PY'
 import json, sys, os
 out = sys.argv[1]

@@ -14,9 +14,9 @@
 namespace tclm {
 
 /// Version of the step encoding below. Stored in every weights file.
-inline constexpr uint32_t kFeatureVersion = 1;
+inline constexpr uint32_t kFeatureVersion = 2;
 /// Floats per step (F).
-inline constexpr int kStepFeatureDim = 53;
+inline constexpr int kStepFeatureDim = 55;
 /// Default maximum number of steps per program (the longest program in ../shared/data has 70).
 inline constexpr int kDefaultMaxSteps = 72;
 
@@ -37,6 +37,9 @@ inline constexpr int kLengthProduct = 41;// log-magnitude of the product of all 
 inline constexpr int kListSize = 42;     // log-magnitude of the nested list's length (FU, RE, FFSP, CHR)
 inline constexpr int kGeneric = 43;      // 10: the step's remaining integer arguments / 32, in record order
 inline constexpr int kNumGeneric = 10;
+inline constexpr int kLoopExtent = 53;   // log-magnitude of the extent of the loop an AN step annotates or
+                                         // an FU step creates, when the program's splits determine it
+inline constexpr int kExtentKnown = 54;  // 1 when kLoopExtent is known (program context), else 0
 }  // namespace slot
 
 /// A read-only view of one transform step (from a TransformStep or from a dataset's packed store).
@@ -53,12 +56,14 @@ inline StepView view_of(const TransformStep& s) {
   return StepView{s.kind, s.ints.data(), static_cast<int32_t>(s.ints.size()), s.list_pos, s.n_list, s.str};
 }
 
-/// Writes the kStepFeatureDim floats of one step to out[0..F). Never fails: arguments a step kind
-/// does not have are encoded as 0, surplus ones are ignored.
+/// Writes the kStepFeatureDim floats of one step to out[0..F), without program context (the loop
+/// extent slots stay 0). Never fails: arguments a step kind does not have are encoded as 0, surplus
+/// ones are ignored.
 void featurize_step(const StepView& step, float* out);
 
 /// Featurizes a program into out[max_steps * F] (row-major [max_steps, F]); rows past the program's
-/// length are zero. Returns the number of real steps written, min(n_steps, max_steps): steps beyond
+/// length are zero. Unlike featurize_step it replays the steps on a loop tracker (which iterator of
+/// which stage has which extent, as far as the split steps tell) to fill the loop-extent slots. Returns the number of real steps written, min(n_steps, max_steps): steps beyond
 /// max_steps are cut (keep the first ones); callers count such programs.
 int featurize_program(const StepView* steps, size_t n_steps, int max_steps, float* out);
 int featurize_program(const std::vector<TransformStep>& steps, int max_steps, float* out);

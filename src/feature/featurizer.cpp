@@ -1,7 +1,8 @@
-// feature/featurizer.cpp: the step encoding, version 1 (docs/feature-encoding.md).
+// feature/featurizer.cpp: the step encoding, version 2 (docs/feature-encoding.md).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "tclm/feature.h"
 
@@ -121,9 +122,168 @@ void featurize_step(const StepView& st, float* out) {
   }
 }
 
+namespace {
+
+// Replays transform steps on the loop structure that the record itself reveals. The compute DAG is
+// not in a record, so a stage starts with iterators of unknown extent; a split (SP) names the extent
+// of the iterator it splits and so determines the extents of its parts, and the other steps move
+// them around as Ansor does (src/auto_scheduler/transform_step.cc): FSP/FFSP split by another step's
+// lengths, FU fuses consecutive iterators (extent = product), RE permutes, CHR/CHW/RF insert stages.
+// Unknown extents are -1. Ids beyond kMaxStages / kMaxIters (only in corrupt input) are ignored so
+// that no input can make the tracker allocate much.
+class LoopTracker {
+ public:
+  explicit LoopTracker(const StepView* steps) : steps_(steps) {}
+
+  /// Applies step `index`; returns the extent of the loop it annotates (AN) or creates (FU), or -1.
+  double apply(int index) {
+    const StepView& st = steps_[index];
+    const int64_t* a = st.ints;
+    const int n = st.n_ints;
+    if (n < 1 || a[0] < 0 || a[0] >= kMaxStages) return -1;
+    const auto s = static_cast<size_t>(a[0]);
+    switch (st.kind) {
+      case StepKind::kSplit: {
+        if (n < 3 || st.list_pos < 0) return -1;
+        std::vector<double> lengths;
+        for (int i = 0; i < st.n_list; ++i) lengths.push_back(static_cast<double>(a[st.list_pos + i]));
+        const int after = st.list_pos + st.n_list;
+        const bool inner_to_outer = after < n ? a[after] != 0 : true;
+        split(s, a[1], a[2] > 0 ? static_cast<double>(a[2]) : -1, lengths, inner_to_outer);
+        return -1;
+      }
+      case StepKind::kFollowSplit: {  // stage, iter, src_step_id, n_split
+        if (n < 4) return -1;
+        const StepView* src = source_split(a[2], index);
+        if (src == nullptr) return -1;
+        // the first n_split-1 lengths of the source, then the product of the rest
+        std::vector<double> lengths;
+        int j = 0;
+        for (; j < a[3] - 1 && j < src->n_list; ++j) lengths.push_back(static_cast<double>(src->ints[src->list_pos + j]));
+        if (j < src->n_list) {
+          double prod = 1;
+          for (; j < src->n_list; ++j) prod *= static_cast<double>(src->ints[src->list_pos + j]);
+          lengths.push_back(prod);
+        }
+        split(s, a[1], -1, lengths, true);
+        return -1;
+      }
+      case StepKind::kFollowFusedSplit: {  // stage, iter, [src_step_ids], level, factor_or_nparts
+        if (st.list_pos < 0 || st.list_pos + st.n_list + 2 > n) return -1;
+        const int64_t level = a[st.list_pos + st.n_list];
+        double len = 1;
+        for (int i = 0; i < st.n_list; ++i) {
+          const StepView* src = source_split(a[st.list_pos + i], index);
+          if (src == nullptr || level < 0 || level >= src->n_list) return -1;
+          len *= static_cast<double>(src->ints[src->list_pos + level]);
+        }
+        split(s, a[1], -1, {len}, a[st.list_pos + st.n_list + 1] != 0);
+        return -1;
+      }
+      case StepKind::kFuse: {  // stage, [ids]
+        if (st.list_pos < 0 || st.n_list < 1) return -1;
+        const int64_t first = a[st.list_pos];
+        if (first < 0 || first + st.n_list > kMaxIters) return -1;
+        auto& it = iters(s, static_cast<size_t>(first + st.n_list));
+        double prod = 1;
+        for (int i = 0; i < st.n_list; ++i) {
+          const double e = it[static_cast<size_t>(first + i)];
+          prod = (prod < 0 || e < 0) ? -1 : prod * e;
+        }
+        it.erase(it.begin() + first + 1, it.begin() + first + st.n_list);
+        it[static_cast<size_t>(first)] = prod;
+        return prod;
+      }
+      case StepKind::kReorder: {  // stage, [order]
+        if (st.list_pos < 0 || st.n_list > kMaxIters) return -1;
+        auto& it = iters(s, static_cast<size_t>(st.n_list));
+        std::vector<double> re;
+        for (int i = 0; i < st.n_list; ++i) {
+          const int64_t k = a[st.list_pos + i];
+          re.push_back(k >= 0 && k < static_cast<int64_t>(it.size()) ? it[static_cast<size_t>(k)] : -1);
+        }
+        std::copy(re.begin(), re.end(), it.begin());
+        return -1;
+      }
+      case StepKind::kAnnotation: {  // stage, iter, annotation
+        if (n < 2 || a[1] < 0 || a[1] >= kMaxIters) return -1;
+        return iters(s, static_cast<size_t>(a[1] + 1))[static_cast<size_t>(a[1])];
+      }
+      case StepKind::kCacheRead:  // the cache stage is added after the read stage
+        insert_stage(s + 1, {});
+        return -1;
+      case StepKind::kCacheWrite: {  // the cache stage takes the stage's place and its loops
+        std::vector<double> copy = s < stages_.size() ? stages_[s] : std::vector<double>();
+        insert_stage(s, std::move(copy));
+        return -1;
+      }
+      case StepKind::kRfactor:  // the rfactor stage is added before the stage
+        insert_stage(s, {});
+        return -1;
+      default:
+        return -1;
+    }
+  }
+
+ private:
+  static constexpr int64_t kMaxStages = 512;
+  static constexpr int64_t kMaxIters = 512;
+
+  std::vector<double>& iters(size_t stage, size_t min_size) {
+    if (stages_.size() <= stage) stages_.resize(stage + 1);
+    auto& it = stages_[stage];
+    if (it.size() < min_size) it.resize(min_size, -1.0);
+    return it;
+  }
+
+  void insert_stage(size_t at, std::vector<double> loops) {
+    if (stages_.size() < at) stages_.resize(at);
+    if (static_cast<int64_t>(stages_.size()) >= kMaxStages) return;
+    stages_.insert(stages_.begin() + static_cast<std::ptrdiff_t>(at), std::move(loops));
+  }
+
+  // The SP step at `id`, if it is an earlier step of this program.
+  const StepView* source_split(int64_t id, int index) const {
+    if (id < 0 || id >= index || steps_[id].kind != StepKind::kSplit || steps_[id].list_pos < 0) return nullptr;
+    return &steps_[id];
+  }
+
+  // Replaces iterator `iter` by its parts, outermost first: [extent / prod, l_0 .. l_k-1] when
+  // inner_to_outer (lengths are inner factors), else [l_0 .. l_k-1, extent / prod] (lengths are
+  // outer part counts).
+  void split(size_t stage, int64_t iter, double extent, const std::vector<double>& lengths, bool inner_to_outer) {
+    if (iter < 0 || iter >= kMaxIters || lengths.size() > static_cast<size_t>(kMaxIters)) return;
+    auto& it = iters(stage, static_cast<size_t>(iter + 1));
+    if (extent < 0) extent = it[static_cast<size_t>(iter)];
+    double prod = 1;
+    for (double l : lengths) prod = (prod < 0 || l <= 0) ? -1 : prod * l;
+    const double rest = (extent > 0 && prod > 0) ? std::ceil(extent / prod) : -1;
+    std::vector<double> parts;
+    if (inner_to_outer) parts.push_back(rest);
+    for (double l : lengths) parts.push_back(l > 0 ? l : -1);
+    if (!inner_to_outer) parts.push_back(rest);
+    it.erase(it.begin() + iter);
+    it.insert(it.begin() + iter, parts.begin(), parts.end());
+  }
+
+  const StepView* steps_;
+  std::vector<std::vector<double>> stages_;
+};
+
+}  // namespace
+
 int featurize_program(const StepView* steps, size_t n_steps, int max_steps, float* out) {
   const int used = static_cast<int>(std::min<size_t>(n_steps, static_cast<size_t>(std::max(max_steps, 0))));
-  for (int t = 0; t < used; ++t) featurize_step(steps[t], out + static_cast<size_t>(t) * kStepFeatureDim);
+  LoopTracker tracker(steps);
+  for (int t = 0; t < used; ++t) {
+    float* row = out + static_cast<size_t>(t) * kStepFeatureDim;
+    featurize_step(steps[t], row);
+    const double extent = tracker.apply(t);
+    if (extent > 0) {
+      row[slot::kLoopExtent] = log_magnitude(extent);
+      row[slot::kExtentKnown] = 1.0f;
+    }
+  }
   if (used < max_steps) {
     std::memset(out + static_cast<size_t>(used) * kStepFeatureDim, 0,
                 sizeof(float) * static_cast<size_t>(max_steps - used) * kStepFeatureDim);

@@ -25,7 +25,8 @@ std::vector<float> feat(const TransformStep& s) {
 }  // namespace
 
 TEST(Feature, LayoutIsConsistent) {
-  EXPECT_EQ(slot::kGeneric + slot::kNumGeneric, kStepFeatureDim);
+  EXPECT_EQ(slot::kGeneric + slot::kNumGeneric, slot::kLoopExtent);
+  EXPECT_EQ(slot::kExtentKnown + 1, kStepFeatureDim);
   EXPECT_EQ(slot::kStage, kNumStepKinds);
 }
 
@@ -99,4 +100,54 @@ TEST(Feature, ProgramPaddingAndTruncation) {
   std::vector<float> cut(2 * kStepFeatureDim);
   EXPECT_EQ(featurize_program(prog, 2, cut.data()), 2);
   EXPECT_FLOAT_EQ(cut[kStepFeatureDim + slot::kStage], 2.0f / 32);
+}
+
+TEST(Feature, LoopTrackerGivesAnnotatedExtents) {
+  // CHW 0 "local"        -> cache stage 0, the original becomes stage 1 (loops unknown)
+  // SP 1 0 128 [4, 8] 1  -> stage 1 iterators: [128/32 = 4, 4, 8, ?...]
+  // FU 1 [0, 1]          -> [16, 8]: the fused loop has extent 4 * 4 = 16
+  // AN 1 0 5 (blockIdx.x) on the fused loop -> 16; AN 1 1 2 (vectorize) -> 8
+  // FSP 0 0 1 2          -> stage 0 iter 0 split like step 1 with 2 parts: [?, 4, 8]; AN 0 1 -> 4
+  // AN 0 5 3             -> an iterator never split: unknown (slots stay 0)
+  std::vector<TransformStep> prog = {
+      step(StepKind::kCacheWrite, {0}, "local"),
+      step(StepKind::kSplit, {1, 0, 128, 4, 8, 1}, "", 3, 2),
+      step(StepKind::kFuse, {1, 0, 1}, "", 1, 2),
+      step(StepKind::kAnnotation, {1, 0, 5}),
+      step(StepKind::kAnnotation, {1, 1, 2}),
+      step(StepKind::kFollowSplit, {0, 0, 1, 3}),
+      step(StepKind::kAnnotation, {0, 1, 6}),
+      step(StepKind::kAnnotation, {0, 5, 3}),
+  };
+  std::vector<float> x(prog.size() * kStepFeatureDim);
+  ASSERT_EQ(featurize_program(prog, static_cast<int>(prog.size()), x.data()), static_cast<int>(prog.size()));
+  auto at = [&](int t, int s) { return x[t * kStepFeatureDim + s]; };
+  EXPECT_FLOAT_EQ(at(2, slot::kLoopExtent), log_magnitude(16));
+  EXPECT_EQ(at(2, slot::kExtentKnown), 1.0f);
+  EXPECT_FLOAT_EQ(at(3, slot::kLoopExtent), log_magnitude(16));
+  EXPECT_FLOAT_EQ(at(4, slot::kLoopExtent), log_magnitude(8));
+  // FSP with n_split 3 takes both lengths of step 1: stage 0 iter 0 -> [?, 4, 8]
+  EXPECT_FLOAT_EQ(at(6, slot::kLoopExtent), log_magnitude(4));
+  EXPECT_EQ(at(7, slot::kExtentKnown), 0.0f);
+  EXPECT_EQ(at(7, slot::kLoopExtent), 0.0f);
+  // Without program context the same step has no extent.
+  auto alone = feat(prog[3]);
+  EXPECT_EQ(alone[slot::kExtentKnown], 0.0f);
+}
+
+TEST(Feature, LoopTrackerSurvivesCorruptIds) {
+  // Huge or negative ids and out-of-range source steps must neither crash nor allocate much.
+  std::vector<TransformStep> prog = {
+      step(StepKind::kSplit, {1000000000, 5, 64, 8, 1}, "", 3, 1),
+      step(StepKind::kSplit, {0, 1000000000, 64, 8, 1}, "", 3, 1),
+      step(StepKind::kFollowSplit, {0, 0, 99, 2}),
+      step(StepKind::kFollowFusedSplit, {0, 0, -3, 0, 1}, "", 2, 1),
+      step(StepKind::kFuse, {0, -1, 0}, "", 1, 2),
+      step(StepKind::kReorder, {0, 7, -2, 1000000}, "", 1, 3),
+      step(StepKind::kAnnotation, {-1, 0, 1}),
+      step(StepKind::kCacheRead, {-5}, "shared"),
+  };
+  std::vector<float> x(prog.size() * kStepFeatureDim);
+  EXPECT_EQ(featurize_program(prog, static_cast<int>(prog.size()), x.data()), static_cast<int>(prog.size()));
+  for (float v : x) EXPECT_TRUE(std::isfinite(v));
 }

@@ -172,7 +172,7 @@ TEST(CausalConv1dSilu, MatchesTheConv1dModule) {
 
 MambaConfig default_config() {
   MambaConfig cfg;
-  cfg.n_features = 53;  // n_features=53, d_model=128, n_layers=1, d_state=8, d_conv=4, expand=1
+  cfg.n_features = 55;  // n_features=55, d_model=128, n_layers=1, d_state=8, d_conv=4, expand=1
   return cfg;
 }
 
@@ -250,17 +250,17 @@ TEST(MambaCostModel, PaddingDoesNotChangeTheScore) {
 TEST(MambaCostModel, DefaultParameterCountAndSize) {
   const MambaConfig cfg = default_config();
   MambaCostModel model(cfg);
-  const int64_t F = 53, D = 128, R = 8, N = 8, H = 128;  // dt_rank = ceil(128/16) = 8, head_hidden = d_model
+  const int64_t F = 55, D = 128, R = 8, N = 8, H = 128;  // dt_rank = ceil(128/16) = 8, head_hidden = d_model
   ASSERT_EQ(cfg.resolved_dt_rank(), R);
   ASSERT_EQ(cfg.resolved_head_hidden(), H);
   // reference-notes §3.6, expand 1: 3D^2 + 2RD + 3ND + 7D = 49152 + 2048 + 3072 + 896 = 55168.
   const int64_t mixer = 3 * D * D + 2 * R * D + 3 * N * D + 7 * D;
   ASSERT_EQ(mixer, 55168);
-  const int64_t embed = F * D + D;           // 6784 + 128 = 6912
+  const int64_t embed = F * D + D;           // 7040 + 128 = 7168
   const int64_t norms = 2 * D + 2 * D;       // one pre-norm + norm_f, weight and bias: 512
   const int64_t head = D * H + H + H + 1;    // 16384 + 128 + 128 + 1 = 16641
-  const int64_t expected = embed + mixer + norms + head;  // 6912 + 55168 + 512 + 16641 = 79233
-  ASSERT_EQ(expected, 79233);
+  const int64_t expected = embed + mixer + norms + head;  // 7168 + 55168 + 512 + 16641 = 79489
+  ASSERT_EQ(expected, 79489);
   int64_t count = 0, mixer_count = 0;
   for (const auto& p : model->named_parameters()) {
     count += p.value().numel();
@@ -268,7 +268,7 @@ TEST(MambaCostModel, DefaultParameterCountAndSize) {
   }
   EXPECT_EQ(mixer_count, mixer);
   EXPECT_EQ(count, expected);
-  const double megabytes = count * sizeof(float) / 1e6;  // 316,932 bytes = 0.317 MB
+  const double megabytes = count * sizeof(float) / 1e6;  // 317,956 bytes = 0.318 MB
   EXPECT_GT(megabytes, 0.25);
   EXPECT_LT(megabytes, 0.45);
 }
@@ -363,7 +363,7 @@ TEST(MambaCostModel, WeightsRoundTripAndErrors) {
   EXPECT_TRUE(torch::equal(scores(e, x, mask), s_a));
 
   MambaConfig other = cfg;
-  other.n_features = 20;  // embed.weight [128, 20] vs [128, 53]
+  other.n_features = 20;  // embed.weight [128, 20] vs [128, 55]
   MambaCostModel d = make_model(other, 9);
   const torch::Tensor x20 = torch::randn({4, 12, 20});
   const torch::Tensor s_d = scores(d, x20, mask);
@@ -388,7 +388,7 @@ TEST(MambaCostModel, WeightsRoundTripAndErrors) {
 
 TEST(MambaConfig, JsonRoundTrip) {
   MambaConfig cfg;
-  cfg.n_features = 53;
+  cfg.n_features = 55;
   cfg.d_model = 96;
   cfg.n_layers = 2;
   cfg.d_state = 16;
