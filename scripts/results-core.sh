@@ -5,13 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=${TCLM_SHARED_DATA:-../shared/data}
-out=out/results-core
+out=${TCLM_RESULTS_OUT:-out/results-core}
 mkdir -p "$out"
 run() {  # name, data spec, extra args
   local name=$1 spec=$2
   shift 2
   echo "== $name" >&2
-  ./build/tclm train -d "$spec" -o "$out/$name" --cache-dir out/cache --quiet "$@" | tee "$out/$name.txt"
+  ${TCLM_BIN:-./build/tclm} train -d "$spec" -o "$out/$name" --cache-dir out/cache --quiet "$@" | tee "$out/$name.txt"
 }
 run k80        "k80=$shared/roller_osdi22/k80" "$@"
 run v100       "v100=$shared/roller_osdi22/v100" "$@"

@@ -308,7 +308,12 @@ std::string RecordParser::parse(std::string_view line, MeasureRecord* r) {
   }
   od::object obj;
   if (auto e = doc.get_object().get(obj)) {
-    return e == simdjson::INCORRECT_TYPE ? "not a JSON object" : "invalid JSON: " + err_text(e);
+    if (e != simdjson::INCORRECT_TYPE) return "invalid JSON: " + err_text(e);
+    const size_t p = line.find_first_not_of(" \t");
+    // MetaSchedule database lines are JSON arrays; say so, since such files are easy to mix in.
+    return p != std::string_view::npos && line[p] == '['
+               ? "a JSON array, not an Ansor record object (a MetaSchedule database line?)"
+               : "not a JSON object";
   }
   bool have_i = false, have_r = false;
   Fail f;

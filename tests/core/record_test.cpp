@@ -88,7 +88,8 @@ TEST(RecordParser, MalformedLinesGiveReasons) {
   struct Case { std::string line, expect; };
   const std::vector<Case> cases = {
       {"{\"i\": [", "invalid JSON"},
-      {"[1, 2]", "not a JSON object"},
+      {"[1, 2]", "a JSON array, not an Ansor record object"},
+      {"\"text\"", "not a JSON object"},
       {R"({"r": [[0.1], 0, 1, 1], "v": "v0.6"})", "missing field \"i\""},
       {R"({"i": [["k", "llvm"], [[], []]], "v": "v0.6"})", "missing field \"r\""},
       {R"({"i": [["k", "llvm"], [[], [["XX", 1]]]], "r": [[0.1], 0, 1, 1]})", "unknown step kind 'XX'"},
