@@ -12,6 +12,7 @@ PACKAGES=(
   zlib1g-dev              # gzip records, CRC-32
   libcli11-dev libfmt-dev # CLI, formatting
   libgtest-dev libgmock-dev libbenchmark-dev
+  libxgboost-dev          # the XGBoost baseline in bench_infer (what TVM uses by default)
 )
 
 missing=()

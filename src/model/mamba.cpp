@@ -1,13 +1,11 @@
-// model/mamba.cpp: MambaConfig JSON, the Mamba mixer and cost model, Mamba's initialisation, optimizer
+// model/mamba.cpp: the Mamba mixer and cost model, Mamba's initialisation, optimizer
 // parameter groups, and the weights-file export/import. The selective scan kernel is in selective_scan.cpp.
 #include "model/mamba.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <simdjson.h>
 
 #include <cmath>
-#include <limits>
 #include <map>
 #include <string_view>
 #include <unordered_set>
@@ -17,8 +15,7 @@
 namespace tclm {
 namespace {
 
-constexpr char kModelKind[] = "mamba";  // WeightsFile::model_kind of this model
-constexpr int kMaxDim = 1 << 16;        // sanity bound on every size in a config (guards huge allocations)
+constexpr const char* kModelKind = kMambaModelKind;  // WeightsFile::model_kind of this model
 constexpr double kLayerNormEps = 1e-5;  // upstream Mamba's norm epsilon
 
 // Mamba's dt initialisation (reference-notes §3.3, upstream defaults).
@@ -26,30 +23,6 @@ constexpr double kDtMin = 1e-3;        // dt ~ exp(U(log dt_min, log dt_max))
 constexpr double kDtMax = 1e-1;
 constexpr double kDtInitFloor = 1e-4;  // dt clamped from below before inverse softplus
 constexpr double kDtScale = 1.0;       // dt_proj.weight ~ U(-dt_scale / sqrt(dt_rank), +...)
-
-/// Throws tclm::Error if a field of `cfg` is out of range; `where` names the source in the message.
-void validate(const MambaConfig& cfg, const std::string& where) {
-  auto check = [&](const char* name, int value, int lo) {
-    if (value < lo || value > kMaxDim) {
-      throw Error(fmt::format("{}: {} = {} is out of range [{}, {}]", where, name, value, lo, kMaxDim));
-    }
-  };
-  check("n_features", cfg.n_features, 1);
-  check("d_model", cfg.d_model, 1);
-  check("n_layers", cfg.n_layers, 1);
-  check("d_state", cfg.d_state, 1);
-  check("d_conv", cfg.d_conv, 1);
-  check("expand", cfg.expand, 1);
-  check("dt_rank", cfg.dt_rank, 0);
-  check("head_hidden", cfg.head_hidden, 0);
-  if (static_cast<int64_t>(cfg.expand) * cfg.d_model > kMaxDim) {
-    throw Error(fmt::format("{}: expand * d_model = {} exceeds {}", where,
-                            static_cast<int64_t>(cfg.expand) * cfg.d_model, kMaxDim));
-  }
-  if (!(cfg.dropout >= 0.0f && cfg.dropout < 1.0f)) {
-    throw Error(fmt::format("{}: dropout = {} must be in [0, 1)", where, cfg.dropout));
-  }
-}
 
 std::string shape_str(torch::IntArrayRef shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
@@ -66,79 +39,10 @@ torch::Tensor official_A_log(int64_t d_inner, int64_t d_state) {
 
 }  // namespace
 
-// ---- MambaConfig
-
-int MambaConfig::resolved_dt_rank() const { return dt_rank > 0 ? dt_rank : (d_model + 15) / 16; }
-
-int MambaConfig::resolved_head_hidden() const { return head_hidden > 0 ? head_hidden : d_model; }
-
-std::string MambaConfig::to_json() const {
-  // "{}" on a float prints the shortest text that reads back to the same float.
-  return fmt::format(
-      "{{\"n_features\":{},\"d_model\":{},\"n_layers\":{},\"d_state\":{},\"d_conv\":{},\"expand\":{},"
-      "\"dt_rank\":{},\"head_hidden\":{},\"dropout\":{}}}",
-      n_features, d_model, n_layers, d_state, d_conv, expand, dt_rank, head_hidden, dropout);
-}
-
-MambaConfig MambaConfig::from_json(const std::string& json) {
-  const std::string where = "Mamba config JSON";
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (auto err = parser.parse(json).get(root)) {
-    throw Error(fmt::format("{}: not valid JSON ({})", where, simdjson::error_message(err)));
-  }
-  simdjson::dom::object obj;
-  if (root.get_object().get(obj)) throw Error(fmt::format("{}: expected an object", where));
-
-  MambaConfig cfg;
-  struct IntField {
-    const char* name;
-    int* value;
-    bool seen;
-  };
-  IntField ints[] = {{"n_features", &cfg.n_features, false}, {"d_model", &cfg.d_model, false},
-                     {"n_layers", &cfg.n_layers, false},     {"d_state", &cfg.d_state, false},
-                     {"d_conv", &cfg.d_conv, false},         {"expand", &cfg.expand, false},
-                     {"dt_rank", &cfg.dt_rank, false},       {"head_hidden", &cfg.head_hidden, false}};
-  bool dropout_seen = false;
-  for (auto [key, value] : obj) {
-    if (key == "dropout") {
-      double v = 0.0;
-      if (dropout_seen) throw Error(fmt::format("{}: field \"dropout\" appears twice", where));
-      if (value.get_double().get(v)) throw Error(fmt::format("{}: \"dropout\" must be a number", where));
-      cfg.dropout = static_cast<float>(v);
-      dropout_seen = true;
-      continue;
-    }
-    IntField* field = nullptr;
-    for (IntField& f : ints) {
-      if (key == f.name) field = &f;
-    }
-    if (field == nullptr) throw Error(fmt::format("{}: unknown field \"{}\"", where, key));
-    if (field->seen) throw Error(fmt::format("{}: field \"{}\" appears twice", where, key));
-    int64_t v = 0;
-    if (value.get_int64().get(v)) {
-      throw Error(fmt::format("{}: \"{}\" must be an integer, got {}", where, key,
-                              simdjson::minify(value)));
-    }
-    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
-      throw Error(fmt::format("{}: \"{}\" = {} is out of range", where, key, v));
-    }
-    *field->value = static_cast<int>(v);
-    field->seen = true;
-  }
-  for (const IntField& f : ints) {
-    if (!f.seen) throw Error(fmt::format("{}: missing field \"{}\"", where, f.name));
-  }
-  if (!dropout_seen) throw Error(fmt::format("{}: missing field \"dropout\"", where));
-  validate(cfg, where);
-  return cfg;
-}
-
 // ---- MambaMixer
 
 MambaMixerImpl::MambaMixerImpl(const MambaConfig& config) : cfg(config) {
-  validate(cfg, "MambaMixer");
+  cfg.validate("MambaMixer");
   const int64_t d_model = cfg.d_model, d_inner = cfg.d_inner(), d_state = cfg.d_state,
                 dt_rank = cfg.resolved_dt_rank(), d_conv = cfg.d_conv;
   in_proj = register_module(
@@ -183,7 +87,7 @@ torch::Tensor MambaMixerImpl::forward(const torch::Tensor& h) {
 // ---- MambaCostModel
 
 MambaCostModelImpl::MambaCostModelImpl(const MambaConfig& cfg) : cfg_(cfg) {
-  validate(cfg_, "MambaCostModel");
+  cfg_.validate("MambaCostModel");
   const int64_t d_model = cfg_.d_model, head_hidden = cfg_.resolved_head_hidden();
   embed_ = register_module("embed", torch::nn::Linear(cfg_.n_features, d_model));
   norms_list_ = register_module("norms", torch::nn::ModuleList());

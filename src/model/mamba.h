@@ -17,29 +17,10 @@
 #include <string>
 #include <torch/torch.h>
 
+#include "tclm/model_config.h"  // MambaConfig
 #include "tclm/weights.h"
 
 namespace tclm {
-
-struct MambaConfig {
-  int n_features = 0;   // F, from the feature encoding
-  int d_model = 128;
-  int n_layers = 1;
-  int d_state = 8;
-  int d_conv = 4;
-  int expand = 1;
-  int dt_rank = 0;      // 0 = ceil(d_model / 16)
-  int head_hidden = 0;  // 0 = d_model
-  float dropout = 0.0f; // on the pooled vector before the head (used by MC-dropout sampling)
-
-  int resolved_dt_rank() const;
-  int resolved_head_hidden() const;
-  int d_inner() const { return expand * d_model; }
-  std::string to_json() const;
-  /// Flat object with exactly the nine fields above (to_json's output). Throws tclm::Error naming the
-  /// field on a missing, repeated, unknown, mistyped or out-of-range field, or on malformed JSON.
-  static MambaConfig from_json(const std::string& json);
-};
 
 /// Selective scan with a fused C++ forward and backward (custom autograd function, CPU only).
 ///   u, delta: [B, L, E]; A: [E, N]; Bm, C: [B, L, N]; D: [E]  ->  y: [B, L, E]

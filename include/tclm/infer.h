@@ -1,0 +1,126 @@
+// tclm/infer.h: the libtorch-free inference engine of the Mamba cost model (TCL-SPEC §4).
+//
+// During tuning a search round scores ~10,000 candidate programs inside TVM's process; this engine does
+// that in plain C++ (part of tclm_core: no libtorch, no BLAS) with the same math as the libtorch model
+// in src/model/mamba.{h,cpp} (float32; scores agree to ~1e-6 relative, tested < 1e-4):
+//
+//   h = embed(x with padding rows zeroed)                       Linear F -> d_model
+//   per layer: h = h + out_proj(scan(...) * SiLU(z))            pre-norm Mamba-1 mixer, LayerNorm eps 1e-5
+//   p = mean over the real steps of LayerNorm_f(h)              masked mean pooling (zero if no real step)
+//   score = head2(ReLU(head1(p)))                               higher = faster (the model's ranking score)
+//
+// How it runs. Programs are processed in blocks of about kBlockRows steps (all real steps of several
+// programs stacked as one matrix, no padding rows), so every Linear layer is one small GEMM on packed
+// weights with a register-blocked micro-kernel, and the conv and the selective scan run per program
+// over its own rows, vectorised across channels. Steps after a program's last real step are never
+// computed (the model is causal, so they cannot change a real step). Blocks are spread over threads.
+//
+// Thread safety: all predict functions are const and keep their scratch memory per call and per
+// worker thread, so one engine may be used from any number of threads at once. set_threads and
+// set_max_steps are not const: do not call them while another thread predicts. A caller that already
+// runs predictions on several threads of its own should set_threads(1) to avoid oversubscription.
+//
+// Determinism: every step row goes through the same sequence of float operations whatever else is in
+// its block, so a program's score is bitwise identical alone or in any batch, in any order, and for any
+// thread count (and identical between predict, predict_programs, predict_views and predict_record_lines).
+// It may differ in the last bits between CPUs with and without AVX-512 (-march=native builds).
+//
+// Errors: tclm::Error for a bad weights file or argument (the message names the file); an exception
+// thrown by a predict_views callback is rethrown to the caller; std::bad_alloc if memory runs out.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tclm/feature.h"
+#include "tclm/model_config.h"
+#include "tclm/record.h"
+#include "tclm/weights.h"
+
+namespace tclm {
+
+class CostModelEngine {
+ public:
+  /// Steps per block (rows of the block matrices); a longer program forms a block of its own.
+  static constexpr int kBlockRows = 256;
+
+  /// Reads a weights file (tclm/weights.h) and builds the engine. Throws tclm::Error naming `path` when
+  /// the file is unreadable, corrupt, of another format version, or refused by the constructor.
+  static CostModelEngine load(const std::string& path);
+
+  /// Builds the engine from a parsed weights file. Throws tclm::Error whose message starts with
+  /// `name_for_errors` when: the model kind is not "mamba"; the feature version is not kFeatureVersion
+  /// (the model would read features it was not trained on); the config JSON is invalid or its
+  /// n_features != kStepFeatureDim; a tensor is missing, duplicated, unknown, or of the wrong shape.
+  CostModelEngine(const WeightsFile& weights, const std::string& name_for_errors);
+
+  CostModelEngine(const CostModelEngine&);
+  CostModelEngine(CostModelEngine&&) noexcept;
+  CostModelEngine& operator=(const CostModelEngine&);
+  CostModelEngine& operator=(CostModelEngine&&) noexcept;
+  ~CostModelEngine();
+
+  const MambaConfig& config() const;
+
+  /// Worker threads per predict call: 0 (the default) = std::thread::hardware_concurrency(). A call uses
+  /// at most one thread per 16 programs (a small call runs on the calling thread only); the calling
+  /// thread is one of the workers. Threads are started per call (~50 us), not kept in a pool.
+  int threads() const { return threads_; }
+  void set_threads(int threads);  // throws tclm::Error if threads < 0
+
+  /// Programs longer than this keep their first max_steps steps (as Dataset::featurize does when
+  /// training). Default kDefaultMaxSteps. Used by the functions that featurize (not by predict()).
+  int max_steps() const { return max_steps_; }
+  void set_max_steps(int max_steps);  // throws tclm::Error if max_steps < 1
+
+  /// Scores featurized programs.
+  ///   x      [n, L, kStepFeatureDim] float32, row-major (featurize_program's layout)
+  ///   mask   [n, L]: step t of program i is real if mask[i*L + t] > 0, padding otherwise
+  ///   scores [n]: written, one per program
+  /// As in the libtorch model, padding rows are ignored whatever they hold (NaN included): they are
+  /// zeroed before the embedding and excluded from the mean; a program with no real step scores
+  /// head(0). Padding is expected at the end (featurize_program's layout), where it costs nothing;
+  /// padding between real steps is also handled exactly like the libtorch model does (as zero rows
+  /// that the scan sees). Throws tclm::Error if n < 0, L < 0 or a pointer is null with n * L > 0.
+  void predict(const float* x, const float* mask, int64_t n, int L, float* scores) const;
+
+  /// Featurizes (tclm/feature.h, featurize_program) and scores programs given as transform steps:
+  /// no JSON and no intermediate feature tensor. scores[i] belongs to programs[i].
+  std::vector<float> predict_programs(const std::vector<std::vector<TransformStep>>& programs) const;
+  void predict_programs(const std::vector<TransformStep>* programs, size_t n, float* scores) const;
+
+  /// The same for programs given as step views, e.g. from a Dataset:
+  ///   engine.predict_views(progs.size(), [&](size_t i, std::vector<StepView>* v) { data.steps(progs[i], v); }, out);
+  /// `steps_of(i, out)` must fill `out` with program i's steps; it is called from the worker threads
+  /// (concurrently, for different i), so it must be thread-safe. An exception it throws is rethrown.
+  void predict_views(size_t n, const std::function<void(size_t, std::vector<StepView>*)>& steps_of,
+                     float* scores) const;
+
+  /// Parses Ansor record lines (tclm/record.h, one JSON record per line; the measured costs are not
+  /// used and may be anything the format allows), featurizes and scores them, in parallel. A line that
+  /// cannot be parsed (including a blank line) scores NaN; if `errors` is not null it is resized to
+  /// lines.size() and errors[i] holds the reason for line i ("" when the line was scored).
+  std::vector<float> predict_record_lines(const std::vector<std::string_view>& lines,
+                                          std::vector<std::string>* errors = nullptr) const;
+
+  /// Floating-point operations of the model's forward pass on a program with `n_steps` real steps, as
+  /// the libtorch model computes it (dense; multiply-add = 2; exp, log, division, sqrt = 1 each), for
+  /// throughput figures. Dominated by the Linear layers: per step 2 F D (embedding) plus, per layer,
+  /// 2 (2 D E + E (R + 2N) + R E + E D) and the scan's ~7 E N; plus 2 D H + 4 H per program (head).
+  /// The engine performs fewer: it skips the embedding's products with zero features (real steps
+  /// have ~7 nonzero features of 55), about 9% of the default model's FLOPs.
+  double flops_per_program(int n_steps) const;
+
+  struct Model;  // the packed weights (internal, src/infer/engine.cpp)
+
+ private:
+  std::shared_ptr<const Model> model_;  // immutable once built; shared by copies of the engine
+  int threads_ = 0;
+  int max_steps_ = kDefaultMaxSteps;
+};
+
+}  // namespace tclm

@@ -1,0 +1,715 @@
+// infer/engine.cpp: CostModelEngine (tclm/infer.h): weights -> packed model, the blocked forward pass,
+// the input paths (features, steps, step views, record lines) and the worker threads.
+//
+// Buffers of one block of M rows (one row per real step; columns padded to multiples of 16 so that every
+// row starts a whole vector). Padding columns meet zero weights, so they never reach a real column:
+// h's stay exactly 0 (LayerNorm's mean reads them), delta's hold softplus(0) against A = 0 and u = 0.
+//   x     [M, F]       step features (padding rows inside a program zeroed)
+//   h     [M, Dp]      residual stream
+//   u     [M, Dp]      LayerNorm(h)
+//   xz    [M, 2 Ep]    in_proj(u): x at columns [0, E), z at [Ep, Ep + E)
+//   xc    [M, Ep]      SiLU(conv(x)), then overwritten in place by y * SiLU(z) (row t of xc is read by
+//                      the scan only at step t, and the conv has already read x from xz)
+//   dbc   [M, round16(R + 2N)]   x_proj(xc): dt_raw [0, R), B [R, R + N), C [R + N, R + 2N)
+//   delta [M, Ep]      softplus(dt_proj(dt_raw))
+#include "tclm/infer.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+#include "infer/gemm.h"
+#include "infer/simd.h"
+#include "tclm/error.h"
+
+namespace tclm {
+
+using infer::AlignedFloats;
+using infer::Epilogue;
+using infer::kLanes;
+using infer::PackedLinear;
+using infer::round_up16;
+using infer::V;
+
+namespace {
+
+constexpr float kLayerNormEps = 1e-5f;  // as src/model/mamba.cpp (upstream Mamba's norm epsilon)
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------
+// The packed model
+
+struct CostModelEngine::Model {
+  MambaConfig cfg;
+  int F = 0, D = 0, E = 0, N = 0, R = 0, K = 0, H = 0;
+  int64_t Dp = 0, Ep = 0, XZp = 0, DBCp = 0, Hp = 0;
+
+  struct Layer {
+    AlignedFloats ln_w, ln_b;   // [Dp]
+    PackedLinear in_proj;       // D -> 2 Ep (x | z)
+    AlignedFloats conv_w;       // [K][Ep], tap-major: conv_w[k * Ep + e] = conv1d.weight[e, 0, k]
+    AlignedFloats conv_b;       // [Ep]
+    PackedLinear x_proj;        // E -> R + 2N
+    PackedLinear dt_proj;       // R -> E, with bias
+    AlignedFloats A;            // [Ep / 16][N][16]: -exp(A_log[e, n]) for e = blk * 16 + lane (0 past E)
+    AlignedFloats Dskip;        // [Ep]
+    PackedLinear out_proj;      // E -> D
+  };
+  AlignedFloats embed_t;        // [F][Dp]: embed.weight transposed (row k = the weights of feature k)
+  AlignedFloats embed_b;        // [Dp]
+  std::vector<Layer> layers;
+  AlignedFloats lnf_w, lnf_b;   // [Dp]
+  AlignedFloats col_mask;       // [Dp]: 1 for the D real columns, 0 for padding
+  PackedLinear head1;           // D -> H, with bias
+  AlignedFloats head2_w;        // [Hp]
+  float head2_b = 0.0f;
+};
+
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+AlignedFloats padded_copy(const float* src, int n, int64_t padded) {
+  AlignedFloats out(static_cast<size_t>(padded), 0.0f);
+  std::copy(src, src + n, out.begin());
+  return out;
+}
+
+// Checks every tensor of `w` against the names and shapes the config implies and returns them by name.
+std::map<std::string, const NamedTensor*> check_tensors(const WeightsFile& w, const MambaConfig& cfg,
+                                                        const std::string& name) {
+  const int64_t F = cfg.n_features, D = cfg.d_model, E = cfg.d_inner(), N = cfg.d_state, R = cfg.resolved_dt_rank(),
+                K = cfg.d_conv, H = cfg.resolved_head_hidden();
+  std::vector<std::pair<std::string, std::vector<int64_t>>> expected = {
+      {"embed.weight", {D, F}}, {"embed.bias", {D}}, {"norm_f.weight", {D}}, {"norm_f.bias", {D}},
+      {"head1.weight", {H, D}}, {"head1.bias", {H}}, {"head2.weight", {1, H}}, {"head2.bias", {1}}};
+  for (int i = 0; i < cfg.n_layers; ++i) {
+    const std::string n = "norms." + std::to_string(i) + ".", m = "mixers." + std::to_string(i) + ".";
+    expected.push_back({n + "weight", {D}});
+    expected.push_back({n + "bias", {D}});
+    expected.push_back({m + "A_log", {E, N}});
+    expected.push_back({m + "D", {E}});
+    expected.push_back({m + "in_proj.weight", {2 * E, D}});
+    expected.push_back({m + "conv1d.weight", {E, 1, K}});
+    expected.push_back({m + "conv1d.bias", {E}});
+    expected.push_back({m + "x_proj.weight", {R + 2 * N, E}});
+    expected.push_back({m + "dt_proj.weight", {E, R}});
+    expected.push_back({m + "dt_proj.bias", {E}});
+    expected.push_back({m + "out_proj.weight", {D, E}});
+  }
+  std::map<std::string, const NamedTensor*> by_name;
+  for (const NamedTensor& t : w.tensors) {
+    if (!by_name.emplace(t.name, &t).second) {
+      throw Error(fmt::format("{}: tensor \"{}\" appears twice", name, t.name));
+    }
+  }
+  std::map<std::string, const NamedTensor*> out;
+  for (const auto& [tname, shape] : expected) {
+    const auto it = by_name.find(tname);
+    if (it == by_name.end()) {
+      throw Error(fmt::format("{}: missing tensor \"{}\" (model config {})", name, tname, cfg.to_json()));
+    }
+    const NamedTensor& t = *it->second;
+    if (t.shape != shape) {
+      throw Error(fmt::format("{}: tensor \"{}\" has shape {} but the model expects {}", name, tname,
+                              shape_str(t.shape), shape_str(shape)));
+    }
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    if (static_cast<int64_t>(t.data.size()) != count) {
+      throw Error(fmt::format("{}: tensor \"{}\" has {} values for shape {}", name, tname, t.data.size(),
+                              shape_str(shape)));
+    }
+    out[tname] = &t;
+  }
+  for (const NamedTensor& t : w.tensors) {
+    if (out.count(t.name) == 0) {
+      throw Error(fmt::format("{}: unknown tensor \"{}\" for a Mamba model (config {})", name, t.name,
+                              cfg.to_json()));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+CostModelEngine::CostModelEngine(const WeightsFile& w, const std::string& name) {
+  if (w.model_kind != kMambaModelKind) {
+    throw Error(fmt::format("{}: model kind '{}' is not supported here (expected '{}')", name, w.model_kind,
+                            kMambaModelKind));
+  }
+  if (w.feature_version != kFeatureVersion) {
+    throw Error(fmt::format(
+        "{}: the model was trained on feature encoding v{}, but this tclm encodes steps as v{}; "
+        "retrain the model with this version (tclm train) or use the tclm release that made it",
+        name, w.feature_version, kFeatureVersion));
+  }
+  MambaConfig cfg;
+  try {
+    cfg = MambaConfig::from_json(w.config_json);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", name, e.what()));
+  }
+  if (cfg.n_features != kStepFeatureDim) {
+    throw Error(fmt::format("{}: model expects {} features per step, the encoding has {}", name,
+                            cfg.n_features, kStepFeatureDim));
+  }
+  const auto t = check_tensors(w, cfg, name);
+  auto data = [&](const std::string& n) { return t.at(n)->data.data(); };
+
+  auto m = std::make_shared<Model>();
+  m->cfg = cfg;
+  m->F = cfg.n_features;
+  m->D = cfg.d_model;
+  m->E = cfg.d_inner();
+  m->N = cfg.d_state;
+  m->R = cfg.resolved_dt_rank();
+  m->K = cfg.d_conv;
+  m->H = cfg.resolved_head_hidden();
+  m->Dp = round_up16(m->D);
+  m->Ep = round_up16(m->E);
+  m->XZp = 2 * m->Ep;
+  m->DBCp = round_up16(m->R + 2 * m->N);
+  m->Hp = round_up16(m->H);
+  const int D = m->D, E = m->E, N = m->N, R = m->R, K = m->K;
+  const int64_t Ep = m->Ep;
+
+  m->embed_t.assign(static_cast<size_t>(m->F * m->Dp), 0.0f);
+  const float* ew = data("embed.weight");  // [D, F]
+  for (int d = 0; d < D; ++d) {
+    for (int f = 0; f < m->F; ++f) m->embed_t[f * m->Dp + d] = ew[d * m->F + f];
+  }
+  m->embed_b = padded_copy(data("embed.bias"), D, m->Dp);
+  for (int i = 0; i < cfg.n_layers; ++i) {
+    const std::string n = "norms." + std::to_string(i) + ".", p = "mixers." + std::to_string(i) + ".";
+    Model::Layer L;
+    L.ln_w = padded_copy(data(n + "weight"), D, m->Dp);
+    L.ln_b = padded_copy(data(n + "bias"), D, m->Dp);
+    // in_proj rows 0..E-1 produce x, rows E..2E-1 produce z; z goes to column Ep + (row - E).
+    std::vector<int> cols(2 * E);
+    for (int r = 0; r < 2 * E; ++r) cols[r] = r < E ? r : static_cast<int>(Ep) + (r - E);
+    L.in_proj.pack(data(p + "in_proj.weight"), 2 * E, D, nullptr, &cols, static_cast<int>(Ep) + E);
+    L.conv_w.assign(static_cast<size_t>(K * Ep), 0.0f);
+    const float* cw = data(p + "conv1d.weight");  // [E, 1, K]
+    for (int e = 0; e < E; ++e) {
+      for (int k = 0; k < K; ++k) L.conv_w[k * Ep + e] = cw[e * K + k];
+    }
+    L.conv_b = padded_copy(data(p + "conv1d.bias"), E, Ep);
+    L.x_proj.pack(data(p + "x_proj.weight"), R + 2 * N, E, nullptr);
+    L.dt_proj.pack(data(p + "dt_proj.weight"), E, R, data(p + "dt_proj.bias"));
+    L.out_proj.pack(data(p + "out_proj.weight"), D, E, nullptr);
+    L.A.assign(static_cast<size_t>(Ep * N), 0.0f);
+    const float* a_log = data(p + "A_log");  // [E, N]
+    for (int e = 0; e < E; ++e) {
+      for (int s = 0; s < N; ++s) {
+        L.A[(static_cast<int64_t>(e / kLanes) * N + s) * kLanes + e % kLanes] = -std::exp(a_log[e * N + s]);
+      }
+    }
+    L.Dskip = padded_copy(data(p + "D"), E, Ep);
+    m->layers.push_back(std::move(L));
+  }
+  m->lnf_w = padded_copy(data("norm_f.weight"), D, m->Dp);
+  m->lnf_b = padded_copy(data("norm_f.bias"), D, m->Dp);
+  m->col_mask.assign(static_cast<size_t>(m->Dp), 0.0f);
+  std::fill(m->col_mask.begin(), m->col_mask.begin() + D, 1.0f);
+  m->head1.pack(data("head1.weight"), m->H, D, data("head1.bias"));
+  m->head2_w = padded_copy(data("head2.weight"), m->H, m->Hp);
+  m->head2_b = data("head2.bias")[0];
+  model_ = std::move(m);
+}
+
+CostModelEngine CostModelEngine::load(const std::string& path) {
+  return CostModelEngine(load_weights(path), path);
+}
+
+CostModelEngine::CostModelEngine(const CostModelEngine&) = default;
+CostModelEngine::CostModelEngine(CostModelEngine&&) noexcept = default;
+CostModelEngine& CostModelEngine::operator=(const CostModelEngine&) = default;
+CostModelEngine& CostModelEngine::operator=(CostModelEngine&&) noexcept = default;
+CostModelEngine::~CostModelEngine() = default;
+
+const MambaConfig& CostModelEngine::config() const { return model_->cfg; }
+
+void CostModelEngine::set_threads(int threads) {
+  if (threads < 0) throw Error(fmt::format("CostModelEngine: threads must be >= 0 (0 = all cores), got {}", threads));
+  threads_ = threads;
+}
+
+void CostModelEngine::set_max_steps(int max_steps) {
+  if (max_steps < 1) throw Error(fmt::format("CostModelEngine: max_steps must be >= 1, got {}", max_steps));
+  max_steps_ = max_steps;
+}
+
+double CostModelEngine::flops_per_program(int n_steps) const {
+  const Model& m = *model_;
+  const double F = m.F, D = m.D, E = m.E, N = m.N, R = m.R, K = m.K, H = m.H;
+  const double per_layer = 8 * D                      // LayerNorm (mean, var, normalise, affine)
+                           + 2 * D * 2 * E            // in_proj
+                           + 2 * K * E + E + 4 * E    // conv taps, bias, SiLU (exp, add, div, neg)
+                           + 2 * E * (R + 2 * N)      // x_proj
+                           + 2 * R * E + E + 6 * E    // dt_proj, bias, softplus (exp, log1p, max, add, ...)
+                           + 3 * E + 7 * E * N        // scan: dt*u, D*u, acc; per state dt*A, exp, a*h, dtu*B, +, C*h, +
+                           + 5 * E                    // y * SiLU(z)
+                           + 2 * E * D + D;           // out_proj, residual
+  const double per_step = 2 * F * D + D + m.layers.size() * per_layer + 8 * D + D;  // embed, final LN, pooling
+  const double head = D + 2 * D * H + 2 * H + 2 * H + 1;  // mean, head1 + ReLU, head2
+  return std::max(n_steps, 0) * per_step + head;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The forward pass of one block
+
+namespace {
+
+using Model = CostModelEngine::Model;
+
+/// Scratch memory of one worker: one block of programs, their rows and the activations.
+struct Block {
+  int64_t cap_rows = 0, cap_progs = 0;
+  AlignedFloats x, h, u, xz, xc, dbc, delta, pooled, hid;
+  std::vector<int> nz_idx;            // [F]: nonzero features of one row (embed_rows)
+  std::vector<float> nz_val;
+  std::vector<uint8_t> real;          // per row: 1 = real step, 0 = padding inside a program
+  std::vector<int64_t> row_begin{0};  // per program in the block, plus the end
+  std::vector<size_t> index;          // per program: its index in the caller's arrays
+  int64_t rows = 0;
+
+  // Every buffer region a block reads has been written earlier in the same block (padding columns
+  // included), so a Block can be reused for any model of the same sizes without clearing it.
+  void adopt(const Model& m) {
+    const std::array<int64_t, 6> dims{m.F, m.Dp, m.XZp, m.Ep, m.DBCp, m.Hp};
+    if (dims != dims_) {
+      *this = Block();
+      dims_ = dims;
+    }
+    clear();
+  }
+  void reserve(const Model& m, int64_t rows_needed, int64_t progs_needed) {
+    if (rows_needed > cap_rows) {  // only when the block is empty (run_workers flushes first)
+      cap_rows = std::max(rows_needed, cap_rows);
+      x.assign(static_cast<size_t>(cap_rows * m.F), 0.0f);
+      h.assign(static_cast<size_t>(cap_rows * m.Dp), 0.0f);
+      u.assign(static_cast<size_t>(cap_rows * m.Dp), 0.0f);
+      xz.assign(static_cast<size_t>(cap_rows * m.XZp), 0.0f);
+      xc.assign(static_cast<size_t>(cap_rows * m.Ep), 0.0f);
+      dbc.assign(static_cast<size_t>(cap_rows * m.DBCp), 0.0f);
+      delta.assign(static_cast<size_t>(cap_rows * m.Ep), 0.0f);
+      real.assign(static_cast<size_t>(cap_rows), 0);
+    }
+    nz_idx.resize(static_cast<size_t>(m.F));
+    nz_val.resize(static_cast<size_t>(m.F));
+    if (progs_needed > cap_progs) {
+      cap_progs = std::max(progs_needed, cap_progs);
+      pooled.assign(static_cast<size_t>(cap_progs * m.Dp), 0.0f);
+      hid.assign(static_cast<size_t>(cap_progs * m.Hp), 0.0f);
+    }
+  }
+  int64_t programs() const { return static_cast<int64_t>(index.size()); }
+  void clear() {
+    rows = 0;
+    row_begin.assign(1, 0);
+    index.clear();
+  }
+
+ private:
+  std::array<int64_t, 6> dims_{};
+};
+
+/// The calling thread keeps its Block between calls (a small call then allocates nothing; ~1 MB for
+/// the default model); worker threads, started per call, have their own. A nested call on the same
+/// thread (a predict_views callback that predicts) gets a fresh Block.
+struct ScratchLease {
+  Block local;
+  Block* block;
+  bool* busy = nullptr;
+  explicit ScratchLease(const Model& m) {
+    thread_local Block cached;
+    thread_local bool cached_busy = false;
+    if (cached_busy) {
+      block = &local;
+    } else {
+      cached_busy = true;
+      busy = &cached_busy;
+      block = &cached;
+    }
+    block->adopt(m);
+  }
+  ~ScratchLease() {
+    if (busy) *busy = false;
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+};
+
+/// h[r] = embed.bias + sum over the nonzero features f of x[r, f] * embed.weight[:, f], for every row.
+/// Step features are sparse (one-hot kinds and annotations; ~6.6 nonzeros of 55 per step in real
+/// records), so gathering the nonzeros first does ~8x fewer multiply-adds than the dense product; the
+/// skipped terms are exact zeros (x = 0), so the sum is the same.
+void embed_rows(const Model& m, Block& b) {
+  const int64_t F = m.F, Dp = m.Dp;
+  constexpr int kChunk = 8;  // vectors of output columns held in registers
+  int* idx = b.nz_idx.data();
+  float* val = b.nz_val.data();
+  for (int64_t r = 0; r < b.rows; ++r) {
+    const float* x = b.x.data() + r * F;
+    int nnz = 0;
+    for (int f = 0; f < F; ++f) {  // branch-free compaction
+      idx[nnz] = f;
+      val[nnz] = x[f];
+      nnz += x[f] != 0.0f;
+    }
+    float* out = b.h.data() + r * Dp;
+    int64_t c0 = 0;
+    for (; c0 + kChunk * kLanes <= Dp; c0 += kChunk * kLanes) {
+      V acc[kChunk];
+      for (int v = 0; v < kChunk; ++v) acc[v] = infer::load(m.embed_b.data() + c0 + v * kLanes);
+      for (int j = 0; j < nnz; ++j) {
+        const V a = infer::splat(val[j]);
+        const float* w = m.embed_t.data() + idx[j] * Dp + c0;
+#pragma GCC unroll 8
+        for (int v = 0; v < kChunk; ++v) acc[v] += a * infer::load(w + v * kLanes);
+      }
+      for (int v = 0; v < kChunk; ++v) infer::store(out + c0 + v * kLanes, acc[v]);
+    }
+    for (; c0 < Dp; c0 += kLanes) {
+      V acc = infer::load(m.embed_b.data() + c0);
+      for (int j = 0; j < nnz; ++j) acc += infer::splat(val[j]) * infer::load(m.embed_t.data() + idx[j] * Dp + c0);
+      infer::store(out + c0, acc);
+    }
+  }
+}
+
+/// out = LayerNorm(in) over the first D columns (the padding columns of `in` are 0; out's stay 0).
+inline void layer_norm_row(const float* in, const Model& m, const float* w, const float* b, float* out) {
+  const int64_t nv = m.Dp / kLanes;
+  V s{};
+  for (int64_t j = 0; j < nv; ++j) s += infer::load(in + j * kLanes);
+  const float mean = infer::hsum(s) / static_cast<float>(m.D);
+  V q{};
+  for (int64_t j = 0; j < nv; ++j) {
+    const V d = (infer::load(in + j * kLanes) - mean) * infer::load(m.col_mask.data() + j * kLanes);
+    q += d * d;
+  }
+  const float var = infer::hsum(q) / static_cast<float>(m.D);
+  const float rstd = 1.0f / std::sqrt(var + kLayerNormEps);
+  for (int64_t j = 0; j < nv; ++j) {
+    const V d = (infer::load(in + j * kLanes) - mean) * rstd;
+    infer::store(out + j * kLanes, d * infer::load(w + j * kLanes) + infer::load(b + j * kLanes));
+  }
+}
+
+/// xc[t] = SiLU(bias + sum_k w[k] * x[t - K + 1 + k]) for the rows [r0, r1) of one program (x = 0 before r0).
+void conv_silu(const Model& m, const Model::Layer& L, Block& b, int64_t r0, int64_t r1) {
+  const int64_t Ep = m.Ep, K = m.K;
+  for (int64_t t = r0; t < r1; ++t) {
+    const int64_t k0 = std::max<int64_t>(0, K - 1 - (t - r0));  // first tap that reads a row >= r0
+    for (int64_t e = 0; e < Ep; e += kLanes) {
+      V acc = infer::load(L.conv_b.data() + e);
+      for (int64_t k = k0; k < K; ++k) {
+        acc += infer::load(L.conv_w.data() + k * Ep + e) * infer::load(b.xz.data() + (t - K + 1 + k) * m.XZp + e);
+      }
+      infer::store(b.xc.data() + t * Ep + e, infer::vsilu(acc));
+    }
+  }
+}
+
+/// The selective scan of one program's rows [r0, r1), gated: xc[t] <- (sum_n C_t h_t + D u_t) * SiLU(z_t).
+/// NS > 0: d_state known at compile time (the state stays in registers); NS = 0: any d_state.
+template <int NS>
+void scan_gate(const Model& m, const Model::Layer& L, Block& b, int64_t r0, int64_t r1) {
+  const int N = NS > 0 ? NS : m.N;
+  const int64_t Ep = m.Ep, R = m.R;
+  constexpr int kStack = NS > 0 ? NS : 64;
+  V h_stack[kStack];
+  std::vector<V> h_heap;
+  V* h = h_stack;
+  if (NS == 0 && N > kStack) {
+    h_heap.resize(static_cast<size_t>(N));
+    h = h_heap.data();
+  }
+  for (int64_t e = 0; e < Ep; e += kLanes) {
+    const V* a = reinterpret_cast<const V*>(L.A.data() + e * N);
+    const V dskip = infer::load(L.Dskip.data() + e);
+    for (int n = 0; n < N; ++n) h[n] = V{};
+    for (int64_t t = r0; t < r1; ++t) {
+      float* xt = b.xc.data() + t * Ep + e;
+      const V u = infer::load(xt);
+      const V dt = infer::load(b.delta.data() + t * Ep + e);
+      const V z = infer::load(b.xz.data() + t * m.XZp + Ep + e);
+      const float* Bt = b.dbc.data() + t * m.DBCp + R;
+      const float* Ct = Bt + N;
+      const V dtu = dt * u;
+      V acc = dskip * u;
+#pragma GCC unroll 16
+      for (int n = 0; n < N; ++n) {
+        h[n] = infer::vexp(dt * a[n]) * h[n] + dtu * Bt[n];
+        acc += h[n] * Ct[n];
+      }
+      infer::store(xt, acc * infer::vsilu(z));
+    }
+  }
+}
+
+/// Runs the model on the block and writes scores[b.index[j]].
+void forward_block(const Model& m, Block& b, float* scores) {
+  const int64_t M = b.rows, P = b.programs();
+  if (P == 0) return;
+  if (M > 0) {
+    embed_rows(m, b);
+    for (const Model::Layer& L : m.layers) {
+      for (int64_t r = 0; r < M; ++r) {
+        layer_norm_row(b.h.data() + r * m.Dp, m, L.ln_w.data(), L.ln_b.data(), b.u.data() + r * m.Dp);
+      }
+      infer::gemm(b.u.data(), m.Dp, M, L.in_proj, b.xz.data(), m.XZp, Epilogue::kStore);
+      for (int64_t p = 0; p < P; ++p) conv_silu(m, L, b, b.row_begin[p], b.row_begin[p + 1]);
+      infer::gemm(b.xc.data(), m.Ep, M, L.x_proj, b.dbc.data(), m.DBCp, Epilogue::kStore);
+      infer::gemm(b.dbc.data(), m.DBCp, M, L.dt_proj, b.delta.data(), m.Ep, Epilogue::kBiasSoftplus);
+      for (int64_t p = 0; p < P; ++p) {
+        const int64_t r0 = b.row_begin[p], r1 = b.row_begin[p + 1];
+        switch (m.N) {
+          case 8: scan_gate<8>(m, L, b, r0, r1); break;
+          case 16: scan_gate<16>(m, L, b, r0, r1); break;
+          default: scan_gate<0>(m, L, b, r0, r1); break;
+        }
+      }
+      infer::gemm(b.xc.data(), m.Ep, M, L.out_proj, b.h.data(), m.Dp, Epilogue::kAccumulate);
+    }
+  }
+  // Final LayerNorm and masked mean pooling (u is free again: one row of it is used as scratch).
+  const int64_t nv = m.Dp / kLanes;
+  float* tmp = b.u.data();
+  for (int64_t p = 0; p < P; ++p) {
+    float* pooled = b.pooled.data() + p * m.Dp;
+    std::fill(pooled, pooled + m.Dp, 0.0f);
+    int64_t n_real = 0;
+    for (int64_t r = b.row_begin[p]; r < b.row_begin[p + 1]; ++r) {
+      if (!b.real[r]) continue;
+      ++n_real;
+      layer_norm_row(b.h.data() + r * m.Dp, m, m.lnf_w.data(), m.lnf_b.data(), tmp);
+      for (int64_t j = 0; j < nv; ++j) {
+        infer::store(pooled + j * kLanes, infer::load(pooled + j * kLanes) + infer::load(tmp + j * kLanes));
+      }
+    }
+    const float inv = 1.0f / static_cast<float>(std::max<int64_t>(n_real, 1));
+    for (int64_t j = 0; j < nv; ++j) infer::store(pooled + j * kLanes, infer::load(pooled + j * kLanes) * inv);
+  }
+  infer::gemm(b.pooled.data(), m.Dp, P, m.head1, b.hid.data(), m.Hp, Epilogue::kBiasRelu);
+  for (int64_t p = 0; p < P; ++p) {
+    V s{};
+    const float* hid = b.hid.data() + p * m.Hp;
+    for (int64_t j = 0; j < m.Hp; j += kLanes) s += infer::load(hid + j) * infer::load(m.head2_w.data() + j);
+    scores[b.index[p]] = infer::hsum(s) + m.head2_b;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Workers. A Source provides the programs one at a time, in the worker thread that scores them:
+//   int64_t prepare(size_t i)                 rows program i needs (its real steps), or -1: score NaN
+//   void fill(size_t i, float* x, uint8_t* real)   writes those rows' features and real flags
+// prepare(i) and fill(i) are called back to back for the same i. Each worker has its own Source.
+
+template <class MakeSource>
+void run_workers(const Model& m, size_t n, float* scores, int threads, const MakeSource& make_source) {
+  if (n == 0) return;
+  int n_threads = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // At least ~16 programs (a block of ~500 steps) per thread, so small calls stay on the caller's thread.
+  n_threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(n_threads), (n + 15) / 16));
+  n_threads = std::max(n_threads, 1);
+  const size_t chunk = std::clamp<size_t>(n / (static_cast<size_t>(n_threads) * 8), 1, 64);
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex error_mu;
+
+  auto work = [&]() {
+    try {
+      auto source = make_source();
+      ScratchLease lease(m);
+      Block& b = *lease.block;
+      b.reserve(m, CostModelEngine::kBlockRows, CostModelEngine::kBlockRows);
+      while (!failed.load(std::memory_order_relaxed)) {
+        const size_t begin = next.fetch_add(chunk);
+        if (begin >= n) break;
+        const size_t end = std::min(n, begin + chunk);
+        for (size_t i = begin; i < end; ++i) {
+          const int64_t rows = source.prepare(i);
+          if (rows < 0) {
+            scores[i] = std::numeric_limits<float>::quiet_NaN();
+            continue;
+          }
+          if (b.programs() > 0 && (b.rows + rows > b.cap_rows || b.programs() >= b.cap_progs)) {
+            forward_block(m, b, scores);
+            b.clear();
+          }
+          b.reserve(m, b.rows + rows, b.programs() + 1);  // only grows for a program longer than a block
+          source.fill(i, b.x.data() + b.rows * m.F, b.real.data() + b.rows);
+          b.rows += rows;
+          b.row_begin.push_back(b.rows);
+          b.index.push_back(i);
+        }
+      }
+      forward_block(m, b, scores);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mu);
+      if (!error) error = std::current_exception();
+      failed = true;
+    }
+  };
+  if (n_threads == 1) {
+    work();
+  } else {
+    std::vector<std::thread> pool;
+    pool.reserve(static_cast<size_t>(n_threads - 1));
+    try {
+      for (int i = 0; i < n_threads - 1; ++i) pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      // No more threads available: the ones started and this thread share the work.
+    }
+    work();
+    for (auto& t : pool) t.join();
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+/// Featurized input [n, L, F] with a mask: rows up to the last real step, padding rows zeroed.
+struct DenseSource {
+  const float* x;
+  const float* mask;
+  int L;
+  int F;
+  int64_t prepare(size_t i) const {
+    const float* mk = mask + i * static_cast<size_t>(L);
+    int64_t last = L - 1;
+    while (last >= 0 && !(mk[last] > 0.0f)) --last;
+    return last + 1;
+  }
+  void fill(size_t i, float* out, uint8_t* real) const {
+    const int64_t rows = prepare(i);
+    const float* mk = mask + i * static_cast<size_t>(L);
+    const float* xi = x + i * static_cast<size_t>(L) * F;
+    for (int64_t t = 0; t < rows; ++t) {
+      real[t] = mk[t] > 0.0f;
+      if (real[t]) {
+        std::copy(xi + t * F, xi + (t + 1) * F, out + t * F);
+      } else {
+        std::fill(out + t * F, out + (t + 1) * F, 0.0f);
+      }
+    }
+  }
+};
+
+/// Step views of each program, featurized in the worker.
+template <class GetViews>
+struct ViewSource {
+  GetViews get;  // (size_t i, std::vector<StepView>* out)
+  int max_steps;
+  std::vector<StepView> views;
+  int64_t prepare(size_t i) {
+    views.clear();
+    get(i, &views);
+    return std::min<int64_t>(static_cast<int64_t>(views.size()), max_steps);
+  }
+  void fill(size_t, float* out, uint8_t* real) {
+    const int used = featurize_program(views.data(), views.size(), static_cast<int>(prepare_rows()), out);
+    std::fill(real, real + used, uint8_t{1});
+  }
+  int64_t prepare_rows() const { return std::min<int64_t>(static_cast<int64_t>(views.size()), max_steps); }
+};
+
+template <class GetViews>
+ViewSource<GetViews> make_view_source(GetViews get, int max_steps) {
+  ViewSource<GetViews> s{std::move(get), max_steps, {}};
+  return s;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------
+// Public entry points
+
+void CostModelEngine::predict(const float* x, const float* mask, int64_t n, int L, float* scores) const {
+  if (n < 0 || L < 0) throw Error(fmt::format("CostModelEngine::predict: n = {} and L = {} must be >= 0", n, L));
+  if (n == 0) return;
+  if (scores == nullptr || (L > 0 && (x == nullptr || mask == nullptr))) {
+    throw Error("CostModelEngine::predict: null pointer");
+  }
+  const Model& m = *model_;
+  run_workers(m, static_cast<size_t>(n), scores, threads_, [&] { return DenseSource{x, mask, L, m.F}; });
+}
+
+void CostModelEngine::predict_programs(const std::vector<TransformStep>* programs, size_t n, float* scores) const {
+  if (n == 0) return;
+  if (programs == nullptr || scores == nullptr) throw Error("CostModelEngine::predict_programs: null pointer");
+  run_workers(*model_, n, scores, threads_, [&] {
+    return make_view_source(
+        [programs](size_t i, std::vector<StepView>* out) {
+          for (const TransformStep& s : programs[i]) out->push_back(view_of(s));
+        },
+        max_steps_);
+  });
+}
+
+std::vector<float> CostModelEngine::predict_programs(const std::vector<std::vector<TransformStep>>& programs) const {
+  std::vector<float> scores(programs.size());
+  predict_programs(programs.data(), programs.size(), scores.data());
+  return scores;
+}
+
+void CostModelEngine::predict_views(size_t n, const std::function<void(size_t, std::vector<StepView>*)>& steps_of,
+                                    float* scores) const {
+  if (n == 0) return;
+  if (!steps_of || scores == nullptr) throw Error("CostModelEngine::predict_views: null callback or pointer");
+  run_workers(*model_, n, scores, threads_, [&] { return make_view_source(std::cref(steps_of), max_steps_); });
+}
+
+namespace {
+
+struct LineSource {
+  const std::vector<std::string_view>* lines;
+  std::vector<std::string>* errors;
+  int max_steps;
+  std::unique_ptr<RecordParser> parser = std::make_unique<RecordParser>();
+  MeasureRecord record;
+  std::vector<StepView> views;
+  LineSource(const std::vector<std::string_view>* l, std::vector<std::string>* e, int ms)
+      : lines(l), errors(e), max_steps(ms) {}
+  int64_t prepare(size_t i) {
+    std::string why = parser->parse((*lines)[i], &record);
+    if (!why.empty()) {
+      if (errors) (*errors)[i] = std::move(why);
+      return -1;
+    }
+    views.clear();
+    for (const TransformStep& s : record.steps) views.push_back(view_of(s));
+    return std::min<int64_t>(static_cast<int64_t>(views.size()), max_steps);
+  }
+  void fill(size_t, float* out, uint8_t* real) {
+    const int rows = static_cast<int>(std::min<int64_t>(static_cast<int64_t>(views.size()), max_steps));
+    const int used = featurize_program(views.data(), views.size(), rows, out);
+    std::fill(real, real + used, uint8_t{1});
+  }
+};
+
+}  // namespace
+
+std::vector<float> CostModelEngine::predict_record_lines(const std::vector<std::string_view>& lines,
+                                                         std::vector<std::string>* errors) const {
+  std::vector<float> scores(lines.size());
+  if (errors) errors->assign(lines.size(), std::string());
+  run_workers(*model_, lines.size(), scores.data(), threads_,
+              [&] { return LineSource{&lines, errors, max_steps_}; });
+  return scores;
+}
+
+}  // namespace tclm

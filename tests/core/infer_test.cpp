@@ -1,0 +1,604 @@
+// Tests of the libtorch-free inference engine (tclm/infer.h), without libtorch:
+//   (1) the engine against a plain double-precision forward pass written here from the model's definition
+//       (src/model/mamba.h), on real records and on odd sizes that exercise every padding path;
+//   (2) padding invariance, padding holes, and independence of batch composition and thread count;
+//   (3) the input paths (features, steps, step views, record lines) agree;
+//   (4) 8 threads predicting at once on one engine give the serial results;
+//   (5) weights of another kind or feature version, corrupt files, missing or misshapen tensors are
+//       refused with a message naming the file.
+// Parity with the libtorch model itself: tests/torch/infer_parity_test.cpp.
+#include "tclm/infer.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/line_reader.h"
+#include "tclm/error.h"
+#include "tclm/record.h"
+#include "test_util.h"
+
+namespace tclm {
+namespace {
+
+// ---- a random model as a weights file (the libtorch model's parameter names and shapes)
+
+WeightsFile random_weights(const MambaConfig& cfg, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  const int64_t F = cfg.n_features, D = cfg.d_model, E = cfg.d_inner(), N = cfg.d_state,
+                R = cfg.resolved_dt_rank(), K = cfg.d_conv, H = cfg.resolved_head_hidden();
+  WeightsFile w;
+  w.model_kind = "mamba";
+  w.feature_version = kFeatureVersion;
+  w.config_json = cfg.to_json();
+  auto add = [&](const std::string& name, std::vector<int64_t> shape, float scale, float offset = 0.0f) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = offset + scale * uni(rng);
+    w.tensors.push_back(NamedTensor{name, std::move(shape), std::move(v)});
+  };
+  // Scales like a trained model's: Linear weights ~ 1/sqrt(fan_in), delta mostly 0.01..1, A_log ~ log(1..N).
+  add("embed.weight", {D, F}, 1.0f / std::sqrt(static_cast<float>(F)));
+  add("embed.bias", {D}, 0.1f);
+  for (int i = 0; i < cfg.n_layers; ++i) {
+    const std::string n = "norms." + std::to_string(i) + ".", m = "mixers." + std::to_string(i) + ".";
+    add(n + "weight", {D}, 0.2f, 1.0f);
+    add(n + "bias", {D}, 0.1f);
+    add(m + "A_log", {E, N}, 1.0f, 1.0f);
+    add(m + "D", {E}, 0.5f, 1.0f);
+    add(m + "in_proj.weight", {2 * E, D}, 1.0f / std::sqrt(static_cast<float>(D)));
+    add(m + "conv1d.weight", {E, 1, K}, 1.0f / std::sqrt(static_cast<float>(K)));
+    add(m + "conv1d.bias", {E}, 0.1f);
+    add(m + "x_proj.weight", {R + 2 * N, E}, 1.0f / std::sqrt(static_cast<float>(E)));
+    add(m + "dt_proj.weight", {E, R}, 1.0f / std::sqrt(static_cast<float>(R)));
+    add(m + "dt_proj.bias", {E}, 2.0f, -3.0f);
+    add(m + "out_proj.weight", {D, E}, 1.0f / std::sqrt(static_cast<float>(E)));
+  }
+  add("norm_f.weight", {D}, 0.2f, 1.0f);
+  add("norm_f.bias", {D}, 0.1f);
+  add("head1.weight", {H, D}, 1.0f / std::sqrt(static_cast<float>(D)));
+  add("head1.bias", {H}, 0.1f);
+  add("head2.weight", {1, H}, 1.0f / std::sqrt(static_cast<float>(H)));
+  add("head2.bias", {1}, 0.1f);
+  return w;
+}
+
+MambaConfig config(int d_model = 128, int n_layers = 1, int d_state = 8, int d_conv = 4, int expand = 1,
+                   int dt_rank = 0, int head_hidden = 0) {
+  MambaConfig c;
+  c.n_features = kStepFeatureDim;
+  c.d_model = d_model;
+  c.n_layers = n_layers;
+  c.d_state = d_state;
+  c.d_conv = d_conv;
+  c.expand = expand;
+  c.dt_rank = dt_rank;
+  c.head_hidden = head_hidden;
+  return c;
+}
+
+// ---- the reference: the model's forward pass in double precision, one program at a time, written
+// from src/model/mamba.h with nothing shared with the engine.
+
+struct Reference {
+  MambaConfig cfg;
+  const WeightsFile* w;
+  const std::vector<float>& t(const std::string& name) const { return w->find(name)->data; }
+
+  // y[o] = sum_i W[o, i] x[i] (+ b[o])
+  std::vector<double> linear(const std::string& name, const std::vector<double>& x, bool bias) const {
+    const auto& W = t(name + ".weight");
+    const size_t in = x.size(), out = W.size() / in;
+    std::vector<double> y(out, 0.0);
+    for (size_t o = 0; o < out; ++o) {
+      double s = bias ? t(name + ".bias")[o] : 0.0;
+      for (size_t i = 0; i < in; ++i) s += static_cast<double>(W[o * in + i]) * x[i];
+      y[o] = s;
+    }
+    return y;
+  }
+  std::vector<double> layer_norm(const std::string& name, const std::vector<double>& x) const {
+    double mean = 0, var = 0;
+    for (double v : x) mean += v;
+    mean /= static_cast<double>(x.size());
+    for (double v : x) var += (v - mean) * (v - mean);
+    var /= static_cast<double>(x.size());
+    std::vector<double> y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      y[i] = (x[i] - mean) / std::sqrt(var + 1e-5) * t(name + ".weight")[i] + t(name + ".bias")[i];
+    }
+    return y;
+  }
+  static double silu(double v) { return v / (1.0 + std::exp(-v)); }
+  static double softplus(double v) { return v > 20 ? v : std::log1p(std::exp(v)); }
+
+  /// x: [L, F] rows; mask: [L] (real if > 0).
+  double score(const float* x, const float* mask, int L) const {
+    const int D = cfg.d_model, E = cfg.d_inner(), N = cfg.d_state, R = cfg.resolved_dt_rank(), K = cfg.d_conv,
+              F = cfg.n_features;
+    std::vector<std::vector<double>> h(static_cast<size_t>(L));
+    for (int s = 0; s < L; ++s) {
+      std::vector<double> in(static_cast<size_t>(F), 0.0);
+      if (mask[s] > 0) {
+        for (int f = 0; f < F; ++f) in[f] = x[s * F + f];
+      }
+      h[s] = linear("embed", in, true);
+    }
+    for (int layer = 0; layer < cfg.n_layers; ++layer) {
+      const std::string m = "mixers." + std::to_string(layer) + ".";
+      std::vector<std::vector<double>> xs(L), zs(L), xc(L);
+      for (int s = 0; s < L; ++s) {
+        const auto xz = linear(m + "in_proj", layer_norm("norms." + std::to_string(layer), h[s]), false);
+        xs[s].assign(xz.begin(), xz.begin() + E);
+        zs[s].assign(xz.begin() + E, xz.end());
+      }
+      const auto& cw = t(m + "conv1d.weight");
+      const auto& cb = t(m + "conv1d.bias");
+      for (int s = 0; s < L; ++s) {
+        xc[s].resize(E);
+        for (int e = 0; e < E; ++e) {
+          double acc = cb[e];
+          for (int k = 0; k < K; ++k) {
+            const int src = s - K + 1 + k;
+            if (src >= 0) acc += cw[e * K + k] * xs[src][e];
+          }
+          xc[s][e] = silu(acc);
+        }
+      }
+      std::vector<double> state(static_cast<size_t>(E) * N, 0.0);
+      const auto& A_log = t(m + "A_log");
+      const auto& Dv = t(m + "D");
+      for (int s = 0; s < L; ++s) {
+        const auto dbc = linear(m + "x_proj", xc[s], false);
+        const std::vector<double> dt_raw(dbc.begin(), dbc.begin() + R);
+        auto delta = linear(m + "dt_proj", dt_raw, true);
+        for (double& d : delta) d = softplus(d);
+        std::vector<double> y(E);
+        for (int e = 0; e < E; ++e) {
+          double acc = Dv[e] * xc[s][e];
+          for (int n = 0; n < N; ++n) {
+            double& st = state[static_cast<size_t>(e) * N + n];
+            st = std::exp(delta[e] * -std::exp(static_cast<double>(A_log[e * N + n]))) * st +
+                 delta[e] * dbc[R + n] * xc[s][e];
+            acc += dbc[R + N + n] * st;
+          }
+          y[e] = acc * silu(zs[s][e]);
+        }
+        const auto o = linear(m + "out_proj", y, false);
+        for (int d = 0; d < D; ++d) h[s][d] += o[d];
+      }
+    }
+    std::vector<double> pooled(D, 0.0);
+    int n_real = 0;
+    for (int s = 0; s < L; ++s) {
+      if (!(mask[s] > 0)) continue;
+      ++n_real;
+      const auto y = layer_norm("norm_f", h[s]);
+      for (int d = 0; d < D; ++d) pooled[d] += y[d];
+    }
+    for (double& v : pooled) v /= std::max(n_real, 1);
+    auto hid = linear("head1", pooled, true);
+    for (double& v : hid) v = std::max(v, 0.0);
+    return linear("head2", hid, true)[0];
+  }
+};
+
+// ---- real programs
+
+const std::vector<std::vector<TransformStep>>& real_programs() {
+  static const std::vector<std::vector<TransformStep>> progs = [] {
+    std::vector<std::vector<TransformStep>> out;
+    ReadStats stats;
+    const std::string dir = test::source_dir() + "/data/records/k80";
+    for (const std::string& f : list_record_files(dir)) {
+      int i = 0;
+      read_record_file(f, [&](const MeasureRecord& r, const RecordOrigin&) {
+        if (i++ % 50 == 0) out.push_back(r.steps);  // ~20 programs per file, all kinds of operators
+      }, &stats);
+    }
+    return out;
+  }();
+  return progs;
+}
+
+/// Dense features [n, L, F] and mask [n, L] of programs (featurize_program's layout).
+int featurize_all(const std::vector<std::vector<TransformStep>>& progs, int L, std::vector<float>* x,
+                  std::vector<float>* mask) {
+  const size_t row = static_cast<size_t>(L) * kStepFeatureDim;
+  x->assign(progs.size() * row, 0.0f);
+  mask->assign(progs.size() * static_cast<size_t>(L), 0.0f);
+  for (size_t i = 0; i < progs.size(); ++i) {
+    const int used = featurize_program(progs[i], L, x->data() + i * row);
+    std::fill(mask->begin() + i * L, mask->begin() + i * L + used, 1.0f);
+  }
+  return L;
+}
+
+/// max |a - b| / max |b|.
+double rel_diff(const std::vector<float>& a, const std::vector<double>& b) {
+  double num = 0, den = 1e-30;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num = std::max(num, std::fabs(a[i] - b[i]));
+    den = std::max(den, std::fabs(b[i]));
+  }
+  return num / den;
+}
+
+bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// ---- (1) against the double-precision reference
+
+TEST(InferEngine, MatchesDoublePrecisionReferenceOnRealRecords) {
+  const auto& progs = real_programs();
+  ASSERT_GT(progs.size(), 500u);
+  // Default size; 2 layers, expand 2, d_state 16; and odd sizes (d_model 40, E 120, N 5, K 3, R 3, H 24)
+  // whose padding columns and partial vectors the engine must keep out of the result.
+  const MambaConfig configs[] = {config(), config(128, 2, 16, 4, 2), config(40, 2, 5, 3, 3, 3, 24),
+                                 config(16, 1, 1, 1, 1, 1, 1)};
+  // Every third program (~190): the double-precision reference is slow.
+  std::vector<std::vector<TransformStep>> some;
+  for (size_t i = 0; i < progs.size(); i += 3) some.push_back(progs[i]);
+  for (const MambaConfig& cfg : configs) {
+    const WeightsFile w = random_weights(cfg, 42);
+    const CostModelEngine engine(w, "random");
+    std::vector<float> x, mask;
+    const int L = featurize_all(some, kDefaultMaxSteps, &x, &mask);
+    std::vector<float> got(some.size());
+    engine.predict(x.data(), mask.data(), static_cast<int64_t>(some.size()), L, got.data());
+    std::vector<double> want(some.size());
+    const Reference ref{cfg, &w};
+    for (size_t i = 0; i < some.size(); ++i) {
+      want[i] = ref.score(x.data() + i * L * kStepFeatureDim, mask.data() + i * L, L);
+    }
+    const double rd = rel_diff(got, want);
+    std::printf("[ reference] %s: %zu programs, max rel diff %.3g\n", cfg.to_json().c_str(), some.size(), rd);
+    EXPECT_LT(rd, 1e-5) << cfg.to_json();
+  }
+}
+
+TEST(InferEngine, ProgramWithoutStepsScoresTheHeadOfZero) {
+  const MambaConfig cfg = config();
+  const WeightsFile w = random_weights(cfg, 3);
+  const CostModelEngine engine(w, "random");
+  std::vector<float> x(5 * kStepFeatureDim, std::nanf("")), mask(5, 0.0f);
+  float got = 0;
+  engine.predict(x.data(), mask.data(), 1, 5, &got);
+  const double want = Reference{cfg, &w}.score(x.data(), mask.data(), 5);
+  EXPECT_NEAR(got, want, 1e-5 * std::max(1.0, std::fabs(want)));
+  EXPECT_EQ(engine.predict_programs({{}}), std::vector<float>{got});
+  // L = 0 is allowed too.
+  float got0 = 0;
+  engine.predict(nullptr, nullptr, 1, 0, &got0);
+  EXPECT_EQ(got0, got);
+}
+
+// ---- (2) padding and batching
+
+TEST(InferEngine, PaddingDoesNotChangeTheScore) {
+  const MambaConfig cfg = config(128, 2, 16, 4, 2);
+  const CostModelEngine engine(random_weights(cfg, 5), "random");
+  const auto& all = real_programs();
+  const std::vector<std::vector<TransformStep>> progs(all.begin(), all.begin() + 40);
+  int longest = 0;
+  for (const auto& p : progs) longest = std::max(longest, static_cast<int>(p.size()));
+  std::vector<float> x1, m1, x2, m2;
+  featurize_all(progs, longest, &x1, &m1);
+  featurize_all(progs, longest + 37, &x2, &m2);
+  // Garbage, NaN and infinities in the padding rows of the wider batch.
+  for (size_t i = 0; i < progs.size(); ++i) {
+    for (int s = 0; s < longest + 37; ++s) {
+      if (m2[i * (longest + 37) + s] > 0) continue;
+      float* row = x2.data() + (i * (longest + 37) + s) * kStepFeatureDim;
+      for (int f = 0; f < kStepFeatureDim; ++f) {
+        row[f] = f % 3 == 0 ? std::nanf("") : f % 3 == 1 ? 1e30f : -std::numeric_limits<float>::infinity();
+      }
+    }
+  }
+  std::vector<float> s1(progs.size()), s2(progs.size());
+  engine.predict(x1.data(), m1.data(), static_cast<int64_t>(progs.size()), longest, s1.data());
+  engine.predict(x2.data(), m2.data(), static_cast<int64_t>(progs.size()), longest + 37, s2.data());
+  // Padding is never computed: the scores are bitwise identical.
+  EXPECT_TRUE(bitwise_equal(s1, s2));
+  for (float s : s1) EXPECT_TRUE(std::isfinite(s));
+}
+
+TEST(InferEngine, PaddingBetweenRealStepsMatchesTheModel) {
+  // The libtorch model zeroes padding rows and the scan runs over them; the engine must do the same
+  // for a mask with holes (not produced by the featurizer, but allowed by the interface).
+  const MambaConfig cfg = config(40, 1, 5, 3, 3, 3, 24);
+  const WeightsFile w = random_weights(cfg, 6);
+  const CostModelEngine engine(w, "random");
+  const auto& prog = real_programs()[7];
+  const int L = static_cast<int>(prog.size()) + 3;
+  std::vector<float> x(static_cast<size_t>(L) * kStepFeatureDim), mask(L, 0.0f);
+  const int used = featurize_program(prog, L, x.data());
+  std::fill(mask.begin(), mask.begin() + used, 1.0f);
+  mask[1] = 0.0f;
+  mask[used / 2] = -1.0f;
+  x[1 * kStepFeatureDim] = std::nanf("");
+  float got = 0;
+  engine.predict(x.data(), mask.data(), 1, L, &got);
+  const double want = Reference{cfg, &w}.score(x.data(), mask.data(), L);
+  EXPECT_NEAR(got, want, 1e-5 * std::max(1.0, std::fabs(want)));
+}
+
+TEST(InferEngine, ScoresDoNotDependOnBatchOrThreads) {
+  const CostModelEngine base(random_weights(config(), 8), "random");
+  const auto& progs = real_programs();
+  CostModelEngine one = base;
+  one.set_threads(1);
+  const std::vector<float> serial = one.predict_programs(progs);
+  for (int threads : {2, 3, 8}) {
+    CostModelEngine e = base;
+    e.set_threads(threads);
+    EXPECT_TRUE(bitwise_equal(e.predict_programs(progs), serial)) << threads << " threads";
+  }
+  // Each program alone, and the batch in reverse order: every row is computed the same way whatever
+  // shares its block, so the scores are bitwise identical.
+  for (size_t i = 0; i < progs.size(); i += 37) {
+    EXPECT_EQ(one.predict_programs({progs[i]})[0], serial[i]) << i;
+  }
+  std::vector<std::vector<TransformStep>> reversed(progs.rbegin(), progs.rend());
+  std::vector<float> rev = base.predict_programs(reversed);
+  std::reverse(rev.begin(), rev.end());
+  EXPECT_TRUE(bitwise_equal(rev, serial));
+}
+
+TEST(InferEngine, MaxStepsTruncatesLikeTheFeaturizer) {
+  CostModelEngine engine(random_weights(config(), 9), "random");
+  const auto& progs = real_programs();
+  engine.set_max_steps(6);
+  std::vector<float> x, mask;
+  featurize_all(progs, 6, &x, &mask);
+  std::vector<float> dense(progs.size());
+  engine.predict(x.data(), mask.data(), static_cast<int64_t>(progs.size()), 6, dense.data());
+  EXPECT_TRUE(bitwise_equal(engine.predict_programs(progs), dense));
+  EXPECT_THROW(engine.set_max_steps(0), Error);
+  EXPECT_THROW(engine.set_threads(-1), Error);
+}
+
+// ---- (3) input paths
+
+TEST(InferEngine, InputPathsAgree) {
+  const CostModelEngine engine(random_weights(config(128, 2, 16, 4, 2), 10), "random");
+  const auto& progs = real_programs();
+  std::vector<float> x, mask;
+  const int L = featurize_all(progs, kDefaultMaxSteps, &x, &mask);
+  std::vector<float> dense(progs.size());
+  engine.predict(x.data(), mask.data(), static_cast<int64_t>(progs.size()), L, dense.data());
+  EXPECT_TRUE(bitwise_equal(engine.predict_programs(progs), dense));
+
+  std::vector<float> views(progs.size());
+  engine.predict_views(progs.size(), [&](size_t i, std::vector<StepView>* out) {
+    for (const auto& s : progs[i]) out->push_back(view_of(s));
+  }, views.data());
+  EXPECT_TRUE(bitwise_equal(views, dense));
+
+  // Record lines: the same programs written as records, plus a malformed and a blank line.
+  std::vector<std::string> text;
+  for (const auto& p : progs) {
+    MeasureRecord r;
+    r.workload_key = "[\"k\"]";
+    r.target = "cuda";
+    r.steps = p;
+    r.costs = {1e-3};
+    r.version = "v0.6";
+    text.push_back(record_to_json(r));
+  }
+  text.insert(text.begin() + 3, "{\"i\": not json");
+  text.insert(text.begin() + 5, "");
+  std::vector<std::string_view> lines(text.begin(), text.end());
+  std::vector<std::string> errors;
+  const std::vector<float> from_lines = engine.predict_record_lines(lines, &errors);
+  ASSERT_EQ(from_lines.size(), lines.size());
+  ASSERT_EQ(errors.size(), lines.size());
+  EXPECT_TRUE(std::isnan(from_lines[3]));
+  EXPECT_TRUE(std::isnan(from_lines[5]));
+  EXPECT_FALSE(errors[3].empty());
+  EXPECT_FALSE(errors[5].empty());
+  std::vector<float> kept;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i == 3 || i == 5) continue;
+    EXPECT_TRUE(errors[i].empty()) << i << ": " << errors[i];
+    kept.push_back(from_lines[i]);
+  }
+  EXPECT_TRUE(bitwise_equal(kept, dense));
+}
+
+TEST(InferEngine, ReadsRealRecordFilesLineByLine) {
+  const std::string file = test::source_dir() + "/data/records/k80/matmul/ansor_matmul_65536_2_1024.log.gz";
+  LineReader reader(file);
+  std::vector<std::string> text;
+  std::string_view line;
+  while (reader.next(&line) && text.size() < 500) text.emplace_back(line);
+  std::vector<std::string_view> lines(text.begin(), text.end());
+  const CostModelEngine engine(random_weights(config(), 11), "random");
+  std::vector<std::string> errors;
+  const auto scores = engine.predict_record_lines(lines, &errors);
+  std::vector<std::vector<TransformStep>> progs;
+  RecordParser parser;
+  MeasureRecord r;
+  for (const auto& l : lines) {
+    ASSERT_EQ(parser.parse(l, &r), "");
+    progs.push_back(r.steps);
+  }
+  EXPECT_TRUE(bitwise_equal(scores, engine.predict_programs(progs)));
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+}
+
+TEST(InferEngine, CallbacksMayPredictAndThrow) {
+  CostModelEngine engine(random_weights(config(), 17), "random");
+  engine.set_threads(1);  // the callback runs on the calling thread, which holds its scratch block
+  const auto& progs = real_programs();
+  const std::vector<float> want = engine.predict_programs(progs);
+  std::vector<float> got(progs.size()), inner(progs.size());
+  engine.predict_views(progs.size(), [&](size_t i, std::vector<StepView>* out) {
+    inner[i] = engine.predict_programs({progs[i]})[0];  // a nested call on the same thread
+    for (const auto& s : progs[i]) out->push_back(view_of(s));
+  }, got.data());
+  EXPECT_TRUE(bitwise_equal(got, want));
+  EXPECT_TRUE(bitwise_equal(inner, want));
+  // An exception thrown by the callback reaches the caller, from worker threads too.
+  engine.set_threads(4);
+  EXPECT_THROW(engine.predict_views(progs.size(), [&](size_t i, std::vector<StepView>* out) {
+    if (i == progs.size() / 2) throw std::runtime_error("no steps for you");
+    for (const auto& s : progs[i]) out->push_back(view_of(s));
+  }, got.data()), std::runtime_error);
+  EXPECT_TRUE(bitwise_equal(engine.predict_programs(progs), want));  // and the engine still works
+}
+
+// ---- (4) concurrency
+
+TEST(InferEngine, ConcurrentPredictFromEightThreadsMatchesSerial) {
+  CostModelEngine engine(random_weights(config(128, 2, 16, 4, 2), 12), "random");
+  engine.set_threads(2);  // each call also fans out to its own workers
+  std::vector<std::vector<TransformStep>> progs;
+  for (size_t i = 0; i < real_programs().size(); i += 2) progs.push_back(real_programs()[i]);
+  std::vector<float> x, mask;
+  const int L = featurize_all(progs, kDefaultMaxSteps, &x, &mask);
+  const int64_t n = static_cast<int64_t>(progs.size());
+  std::vector<float> serial(progs.size());
+  engine.predict(x.data(), mask.data(), n, L, serial.data());
+  const std::vector<float> serial_steps = engine.predict_programs(progs);
+  std::vector<std::vector<float>> got(8), got_steps(8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 2; ++rep) {
+        got[t].assign(progs.size(), 0.0f);
+        engine.predict(x.data(), mask.data(), n, L, got[t].data());
+        got_steps[t] = engine.predict_programs(progs);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) {
+    EXPECT_TRUE(bitwise_equal(got[t], serial)) << "thread " << t;
+    EXPECT_TRUE(bitwise_equal(got_steps[t], serial_steps)) << "thread " << t;
+  }
+}
+
+// ---- (5) refusals
+
+TEST(InferEngine, RefusesOtherModelsAndDamagedWeights) {
+  const MambaConfig cfg = config();
+  const WeightsFile good = random_weights(cfg, 13);
+  EXPECT_NO_THROW(CostModelEngine(good, "good.tclm"));
+
+  auto refuse = [&](WeightsFile w, const std::string& expect) {
+    const std::string msg = error_of([&] { CostModelEngine e(w, "bad.tclm"); });
+    EXPECT_NE(msg.find("bad.tclm"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(expect), std::string::npos) << msg;
+  };
+  WeightsFile w = good;
+  w.model_kind = "xgboost";
+  refuse(w, "model kind");
+  w = good;
+  w.feature_version = kFeatureVersion + 1;
+  refuse(w, "feature encoding v" + std::to_string(kFeatureVersion + 1));
+  w = good;
+  w.feature_version = kFeatureVersion - 1;
+  refuse(w, "feature encoding");
+  MambaConfig other = cfg;
+  other.n_features = 53;
+  w = random_weights(other, 13);
+  refuse(w, "53 features");
+  w = good;
+  w.config_json = "{\"d_model\": 3}";
+  refuse(w, "missing field");
+  w = good;
+  w.tensors.erase(w.tensors.begin() + 5);
+  refuse(w, "missing tensor \"" + good.tensors[5].name + "\"");
+  w = good;
+  w.tensors[2].shape = {w.tensors[2].shape[0] + 1};
+  w.tensors[2].data.push_back(0.0f);
+  refuse(w, "shape");
+  w = good;
+  w.tensors[0].data.pop_back();
+  refuse(w, "values");
+  w = good;
+  w.tensors.push_back(good.tensors[1]);
+  refuse(w, "twice");
+  w = good;
+  w.tensors.push_back(NamedTensor{"mixers.1.D", {128}, std::vector<float>(128, 1.0f)});
+  refuse(w, "unknown tensor");
+  // A weights file for another config (2 layers) with the tensors of 1 layer.
+  w = good;
+  w.config_json = config(128, 2).to_json();
+  refuse(w, "missing tensor \"norms.1.weight\"");
+}
+
+TEST(InferEngine, LoadRefusesCorruptFilesNamingThem) {
+  test::TempDir dir;
+  const std::string path = dir.file("model.tclm");
+  save_weights(random_weights(config(), 14), path);
+  const CostModelEngine loaded = CostModelEngine::load(path);
+  EXPECT_EQ(loaded.config().d_model, 128);
+
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::string flipped = bytes;
+  flipped[flipped.size() / 2] ^= 0x10;  // a weight byte: only the checksum notices
+  test::write_text(dir.file("flipped.tclm"), flipped);
+  std::string msg = error_of([&] { CostModelEngine::load(dir.file("flipped.tclm")); });
+  EXPECT_NE(msg.find("flipped.tclm"), std::string::npos) << msg;
+  test::write_text(dir.file("short.tclm"), bytes.substr(0, bytes.size() / 3));
+  msg = error_of([&] { CostModelEngine::load(dir.file("short.tclm")); });
+  EXPECT_NE(msg.find("short.tclm"), std::string::npos) << msg;
+  msg = error_of([&] { CostModelEngine::load(dir.file("missing.tclm")); });
+  EXPECT_NE(msg.find("missing.tclm"), std::string::npos) << msg;
+  // Another feature version, through the file.
+  WeightsFile old = random_weights(config(), 14);
+  old.feature_version = 1;
+  save_weights(old, dir.file("v1.tclm"));
+  msg = error_of([&] { CostModelEngine::load(dir.file("v1.tclm")); });
+  EXPECT_NE(msg.find("v1.tclm"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("feature encoding v1"), std::string::npos) << msg;
+}
+
+TEST(InferEngine, RejectsBadArguments) {
+  const CostModelEngine engine(random_weights(config(), 15), "random");
+  float s = 0;
+  EXPECT_THROW(engine.predict(nullptr, nullptr, -1, 4, &s), Error);
+  EXPECT_THROW(engine.predict(nullptr, nullptr, 1, 4, &s), Error);
+  EXPECT_NO_THROW(engine.predict(nullptr, nullptr, 0, 4, nullptr));
+  EXPECT_TRUE(engine.predict_programs(std::vector<std::vector<TransformStep>>{}).empty());
+}
+
+TEST(InferEngine, FlopCountIsDominatedByTheLinearLayers) {
+  const CostModelEngine engine(random_weights(config(), 16), "random");
+  // Default model: per step 2(55*128 + 128*256 + 128*24 + 8*128 + 128*128) = 121,856 multiply-add FLOPs.
+  const double linear_per_step = 2.0 * (55 * 128 + 128 * 256 + 128 * 24 + 8 * 128 + 128 * 128);
+  const double per_step = engine.flops_per_program(11) - engine.flops_per_program(10);
+  EXPECT_GT(per_step, linear_per_step);
+  EXPECT_LT(per_step, 1.15 * linear_per_step);
+  EXPECT_GT(engine.flops_per_program(0), 2.0 * 128 * 128);  // the head
+}
+
+}  // namespace
+}  // namespace tclm
