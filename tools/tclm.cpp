@@ -4,6 +4,7 @@
 //   tclm train    train a Mamba cost model, evaluate it on held-out tasks
 //   tclm eval     evaluate a trained model on the held-out tasks of a dataset
 //   tclm predict  score the records of a file (JSON or CSV out)
+//   tclm export   check a checkpoint and write it as a deployable weights file
 // Exit codes: 0 success, 1 bad input or failure (the message says which file/option), 2 usage.
 #include <CLI/CLI.hpp>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "tclm/dataset.h"
 #include "tclm/error.h"
 #include "tclm/evaluation.h"
+#include "tclm/infer.h"
 #include "tclm/weights.h"
 #include "train/trainer.h"
 
@@ -220,6 +222,10 @@ int main(int argc, char** argv) {
   std::string eval_per_task;
   eval->add_option("--per-task", eval_per_task, "Write per-task results (top-1, top-5, random) as CSV to this file");
   eval->add_option("--threads", eval_threads, "Threads (0 = all cores)");
+  std::string eval_backend = "engine";
+  eval->add_option("--backend", eval_backend,
+                   "engine: the libtorch-free inference engine (default); torch: the libtorch model (for parity checks)")
+      ->check(CLI::IsMember({"engine", "torch"}));
 
   // ---- predict
   auto* predict = app.add_subcommand("predict", "Score the records of a file with a trained model (higher = faster)");
@@ -232,6 +238,19 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"csv", "json"}));
   predict->add_option("--max-steps", pred_max_steps, "Steps per program kept by the featurizer");
   predict->add_option("--threads", pred_threads, "Threads (0 = all cores)");
+  std::string pred_backend = "engine";
+  predict->add_option("--backend", pred_backend,
+                      "engine: the libtorch-free inference engine (default); torch: the libtorch model")
+      ->check(CLI::IsMember({"engine", "torch"}));
+
+  // ---- export
+  auto* exportc = app.add_subcommand(
+      "export", "Check a checkpoint or weights file (it must load in the inference engine) and write it as a "
+                "deployable weights file, atomically");
+  std::string export_in, export_out;
+  exportc->add_option("-c,--checkpoint", export_in, "Checkpoint or weights file (.tclm), e.g. out/model/checkpoint.tclm")
+      ->required();
+  exportc->add_option("-o,--out", export_out, "Output weights file")->required();
 
   CLI11_PARSE(app, argc, argv);
 
@@ -284,8 +303,11 @@ int main(int argc, char** argv) {
     if (eval->parsed()) {
       set_threads(eval_threads);
       WeightsFile w = load_weights(eval_model);
-      MambaCostModel model = load_cost_model(w, eval_model);
+      CostModelEngine engine(w, eval_model);
+      engine.set_threads(eval_threads);
+      MambaCostModel model = eval_backend == "torch" ? load_cost_model(w, eval_model) : MambaCostModel(nullptr);
       Dataset d = eval_data.load(isatty(fileno(stderr)));
+      engine.set_max_steps(d.max_steps());
       std::vector<uint32_t> tasks;
       if (eval_all) {
         SplitOptions so = eval_data.split_options();
@@ -300,7 +322,10 @@ int main(int argc, char** argv) {
       }
       std::vector<TaskResult> per_task;
       auto reports = evaluate_rankings(d, tasks, [&](const std::vector<uint32_t>& p) {
-        return predict_programs(model, d, p);
+        if (eval_backend == "torch") return predict_programs(model, d, p);
+        std::vector<float> scores(p.size());
+        engine.predict_views(p.size(), [&](size_t i, std::vector<StepView>* v) { d.steps(p[i], v); }, scores.data());
+        return scores;
       }, &per_task);
       std::cout << format_reports(reports);
       if (!eval_per_task.empty()) write_file_atomic(eval_per_task, per_task_csv(per_task));
@@ -311,9 +336,11 @@ int main(int argc, char** argv) {
     if (predict->parsed()) {
       set_threads(pred_threads);
       WeightsFile w = load_weights(pred_model);
-      MambaCostModel model = load_cost_model(w, pred_model);
-      // Read the records into a one-file dataset view of their own: every well-formed record is
-      // scored, including failed measurements (a tuner scores unmeasured candidates).
+      CostModelEngine engine(w, pred_model);  // refuses another kind or feature version
+      engine.set_threads(pred_threads);
+      engine.set_max_steps(pred_max_steps);
+      // Every well-formed record is scored, failed measurements included (a tuner scores
+      // unmeasured candidates); malformed lines are skipped and reported.
       std::vector<MeasureRecord> records;
       std::vector<int64_t> lines;
       ReadStats stats;
@@ -321,21 +348,29 @@ int main(int argc, char** argv) {
         records.push_back(r);
         lines.push_back(o.line);
       }, &stats);
-      std::vector<float> scores;
-      const int B = 4096;
-      torch::NoGradGuard no_grad;
-      for (size_t i = 0; i < records.size(); i += B) {
-        const size_t n = std::min(records.size(), i + B) - i;
-        int L = 1;
-        for (size_t j = 0; j < n; ++j) L = std::max(L, std::min<int>(records[i + j].steps.size(), pred_max_steps));
-        std::vector<float> x(n * L * kStepFeatureDim), mask(n * L, 0.0f);
-        for (size_t j = 0; j < n; ++j) {
-          int used = featurize_program(records[i + j].steps, L, x.data() + j * L * kStepFeatureDim);
-          std::fill(mask.begin() + j * L, mask.begin() + j * L + used, 1.0f);
+      std::vector<float> scores(records.size());
+      if (pred_backend == "engine") {
+        std::vector<std::vector<TransformStep>> programs;
+        programs.reserve(records.size());
+        for (auto& r : records) programs.push_back(r.steps);
+        scores = engine.predict_programs(programs);
+      } else {
+        MambaCostModel model = load_cost_model(w, pred_model);
+        torch::NoGradGuard no_grad;
+        const size_t B = 4096;
+        for (size_t i = 0; i < records.size(); i += B) {
+          const size_t n = std::min(records.size(), i + B) - i;
+          int L = 1;
+          for (size_t j = 0; j < n; ++j) L = std::max(L, std::min<int>(records[i + j].steps.size(), pred_max_steps));
+          std::vector<float> x(n * L * kStepFeatureDim), mask(n * L, 0.0f);
+          for (size_t j = 0; j < n; ++j) {
+            int used = featurize_program(records[i + j].steps, L, x.data() + j * L * kStepFeatureDim);
+            std::fill(mask.begin() + j * L, mask.begin() + j * L + used, 1.0f);
+          }
+          auto s = model->forward(torch::from_blob(x.data(), {(int64_t)n, L, kStepFeatureDim}),
+                                  torch::from_blob(mask.data(), {(int64_t)n, L})).contiguous();
+          std::copy(s.data_ptr<float>(), s.data_ptr<float>() + n, scores.begin() + i);
         }
-        auto s = model->forward(torch::from_blob(x.data(), {(int64_t)n, L, kStepFeatureDim}),
-                                torch::from_blob(mask.data(), {(int64_t)n, L})).contiguous();
-        scores.insert(scores.end(), s.data_ptr<float>(), s.data_ptr<float>() + n);
       }
       std::string format = pred_format;
       if (format.empty()) format = pred_output.size() > 5 && pred_output.ends_with(".json") ? "json" : "csv";
@@ -368,6 +403,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "scored %zu records; %lld malformed lines skipped\n", records.size(),
                    static_cast<long long>(stats.skipped));
       if (stats.skipped > 0) std::cerr << stats.report();
+      return 0;
+    }
+    if (exportc->parsed()) {
+      WeightsFile w = load_weights(export_in);
+      CostModelEngine engine(w, export_in);  // the deployable path must accept it
+      save_weights(w, export_out);
+      std::printf("%s: %s model, feature encoding v%u, %lld parameters (%.3f MB) -> %s\n", export_in.c_str(),
+                  w.model_kind.c_str(), w.feature_version, static_cast<long long>(w.num_parameters()),
+                  w.num_parameters() * 4.0 / 1e6, export_out.c_str());
       return 0;
     }
   } catch (const Error& e) {
