@@ -1,4 +1,4 @@
-// Tests of the step encoding v1 (docs/feature-encoding.md): values computed by hand from the layout.
+// Tests of the step encoding v2 (docs/feature-encoding.md): values computed by hand from the layout.
 #include <gtest/gtest.h>
 
 #include <cmath>
