@@ -8,6 +8,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "tclm/feature.h"
+#include "tclm/model_config.h"
+
 namespace tclm::test {
 
 /// The repository root (compile-time) for fixtures under tests/data and data/.
@@ -42,6 +45,21 @@ inline void write_gzip(const std::string& path, const std::string& text) {
   gzFile f = gzopen(path.c_str(), "wb");
   gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
   gzclose(f);
+}
+
+/// A model config for the current feature encoding (dt_rank / head_hidden 0 = derived defaults).
+inline MambaConfig make_config(int d_model = 128, int n_layers = 1, int d_state = 8, int d_conv = 4, int expand = 1,
+                               int dt_rank = 0, int head_hidden = 0) {
+  MambaConfig c;
+  c.n_features = kStepFeatureDim;
+  c.d_model = d_model;
+  c.n_layers = n_layers;
+  c.d_state = d_state;
+  c.d_conv = d_conv;
+  c.expand = expand;
+  c.dt_rank = dt_rank;
+  c.head_hidden = head_hidden;
+  return c;
 }
 
 }  // namespace tclm::test

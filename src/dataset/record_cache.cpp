@@ -96,8 +96,11 @@ struct SourceId {
 SourceId source_id(const std::string& path) {
   namespace fs = std::filesystem;
   SourceId id;
-  id.size = fs::file_size(path);
-  id.mtime = static_cast<int64_t>(fs::last_write_time(path).time_since_epoch().count());
+  std::error_code e1, e2;
+  id.size = fs::file_size(path, e1);
+  const auto mtime = fs::last_write_time(path, e2);
+  if (e1 || e2) throw Error("cannot stat '" + path + "': " + (e1 ? e1 : e2).message());
+  id.mtime = static_cast<int64_t>(mtime.time_since_epoch().count());
   return id;
 }
 

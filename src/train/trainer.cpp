@@ -118,8 +118,9 @@ std::string log_json(const std::vector<EpochLog>& log, int best_epoch) {
     const auto& e = log[i];
     s += fmt::format(
         "{}\n  {{\"epoch\": {}, \"train_loss\": {:.6g}, \"valid_top1\": {:.6f}, \"valid_top5\": {:.6f}, "
-        "\"lr\": {:.6g}, \"seconds\": {:.3f}, \"samples_per_second\": {:.1f}}}",
-        i ? "," : "", e.epoch, e.train_loss, e.valid_top1, e.valid_top5, e.lr, e.seconds, e.samples_per_second);
+        "\"valid_pairwise\": {:.6f}, \"lr\": {:.6g}, \"seconds\": {:.3f}, \"samples_per_second\": {:.1f}}}",
+        i ? "," : "", e.epoch, e.train_loss, e.valid_top1, e.valid_top5, e.valid_pairwise, e.lr, e.seconds,
+        e.samples_per_second);
   }
   return s + "\n]}\n";
 }
@@ -217,6 +218,7 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
   auto t_start = Clock::now();
   int64_t step = 0;
   int since_best = 0;
+  double best_pairwise = -1;
   const bool tty = o.progress && isatty(fileno(stderr));
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
     auto t0 = Clock::now();
@@ -262,10 +264,14 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
     e.seconds = since(t0);
     e.samples_per_second = static_cast<double>(seen) / std::max(train_seconds, 1e-9);
     result.log.push_back(e);
-    // Ties go to the later epoch (more training on the same validation result).
-    const bool improved = e.valid_top1 > result.best_valid_top1 + 1e-9;
-    const bool better = improved || e.valid_top1 >= result.best_valid_top1;
+    // Better = higher validation top-1 (task mean); on a tie (a small validation set often saturates
+    // at the same top-1) the higher pairwise accuracy decides, so training goes on while the
+    // ranking below the first place still improves.
+    e.valid_pairwise = all.pairwise;
+    const bool better = e.valid_top1 > result.best_valid_top1 + 1e-9 ||
+                        (e.valid_top1 > result.best_valid_top1 - 1e-9 && e.valid_pairwise > best_pairwise + 1e-6);
     if (better) {
+      best_pairwise = e.valid_pairwise;
       result.best_valid_top1 = e.valid_top1;
       result.best_epoch = epoch;
       result.best = WeightsFile{};
@@ -276,10 +282,10 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
           "\"extra\": {}}}",
           epoch, e.valid_top1, e.valid_top5, o.loss, o.seed, o.metadata_json);
     }
-    since_best = improved ? 0 : since_best + 1;
+    since_best = better ? 0 : since_best + 1;
     if (o.progress) {
-      std::fprintf(stderr, "%sepoch %3d  loss %.5f  valid top-1 %.4f  top-5 %.4f  lr %.2e  %.1f s  %.0f programs/s%s\n",
-                   tty ? "\r" : "", epoch, e.train_loss, e.valid_top1, e.valid_top5, e.lr, e.seconds,
+      std::fprintf(stderr, "%sepoch %3d  loss %.5f  valid top-1 %.4f  top-5 %.4f  pairwise %.4f  lr %.2e  %.1f s  %.0f programs/s%s\n",
+                   tty ? "\r" : "", epoch, e.train_loss, e.valid_top1, e.valid_top5, e.valid_pairwise, e.lr, e.seconds,
                    e.samples_per_second, better ? "  *" : "");
     }
     if (!o.out_dir.empty()) {

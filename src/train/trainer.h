@@ -6,7 +6,7 @@
 // groups of one platform and every program is seen once per epoch. The loss is computed within groups (LambdaRank needs programs of one task).
 // Optimiser: Adam, linear warm-up then cosine decay, gradient-norm clipping. Early stopping on the
 // validation tasks' mean per-task top-1 (TopKScore::task_mean; the pooled score is dominated by the
-// few slowest tasks and barely moves). Deterministic for a given seed and thread count.
+// few slowest tasks and barely moves), ties broken by validation pairwise accuracy. Deterministic for a given seed and thread count.
 #pragma once
 
 #include <string>
@@ -42,6 +42,7 @@ struct EpochLog {
   double train_loss = 0;
   double valid_top1 = 0;  // task_mean
   double valid_top5 = 0;  // task_mean
+  double valid_pairwise = 0;
   double lr = 0;
   double seconds = 0;
   double samples_per_second = 0;

@@ -73,18 +73,9 @@ WeightsFile random_weights(const MambaConfig& cfg, uint64_t seed) {
   return w;
 }
 
-MambaConfig config(int d_model = 128, int n_layers = 1, int d_state = 8, int d_conv = 4, int expand = 1,
-                   int dt_rank = 0, int head_hidden = 0) {
-  MambaConfig c;
-  c.n_features = kStepFeatureDim;
-  c.d_model = d_model;
-  c.n_layers = n_layers;
-  c.d_state = d_state;
-  c.d_conv = d_conv;
-  c.expand = expand;
-  c.dt_rank = dt_rank;
-  c.head_hidden = head_hidden;
-  return c;
+template <typename... Args>
+MambaConfig config(Args... args) {
+  return test::make_config(args...);
 }
 
 // ---- the reference: the model's forward pass in double precision, one program at a time, written

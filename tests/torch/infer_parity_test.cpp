@@ -37,18 +37,9 @@ std::vector<uint32_t> sample_programs() {
   return progs;
 }
 
-MambaConfig config(int d_model, int n_layers, int d_state, int d_conv, int expand, int dt_rank = 0,
-                   int head_hidden = 0) {
-  MambaConfig c;
-  c.n_features = kStepFeatureDim;
-  c.d_model = d_model;
-  c.n_layers = n_layers;
-  c.d_state = d_state;
-  c.d_conv = d_conv;
-  c.expand = expand;
-  c.dt_rank = dt_rank;
-  c.head_hidden = head_hidden;
-  return c;
+template <typename... Args>
+MambaConfig config(Args... args) {
+  return test::make_config(args...);
 }
 
 MambaCostModel initialised_model(const MambaConfig& cfg, uint64_t seed) {
