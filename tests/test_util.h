@@ -6,8 +6,10 @@
 #include <fstream>
 #include <string>
 #include <unistd.h>
+#include <gtest/gtest.h>
 #include <zlib.h>
 
+#include "tclm/error.h"
 #include "tclm/feature.h"
 #include "tclm/model_config.h"
 
@@ -45,6 +47,18 @@ inline void write_gzip(const std::string& path, const std::string& text) {
   gzFile f = gzopen(path.c_str(), "wb");
   gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
   gzclose(f);
+}
+
+/// The message of the tclm::Error that `f()` must throw; a test failure and "(no error)" otherwise.
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a tclm::Error";
+  return "(no error)";
 }
 
 /// A model config for the current feature encoding (dt_rank / head_hidden 0 = derived defaults).

@@ -81,8 +81,8 @@ class Dataset {
   /// program in the list). Returns L.
   int featurize(const std::vector<uint32_t>& programs, std::vector<float>* x, std::vector<float>* mask) const;
 
-  /// Appends one valid record (used by load and by tests). Returns false (and counts) if the record
-  /// is not valid.
+  /// Adds one record (used by load and by tests): a valid one becomes a program of its task; an
+  /// error or bad-cost record is only counted in platform_stats().
   void add_record(const MeasureRecord& r, int platform, int group);
   int intern_platform(const std::string& name);
   int intern_group(const std::string& name);

@@ -134,6 +134,24 @@ ScanDims check_inputs(const torch::Tensor& u, const torch::Tensor& delta, const 
 }
 
 /// A transposed into channel blocks: a_blk[blk * N + n] lane j = A[blk * kLanes + j, n] (0 past E).
+/// Sums per-chunk partial gradients in chunk order (so the result does not depend on the thread
+/// count). Each chunk's part holds a channel-blocked matrix {n_blocks, M} of vectors followed by a
+/// channel-blocked vector {n_blocks}; they are reduced into mat {E, M} and vec {E}.
+void reduce_chunk_partials(const std::vector<VecF>& partials, int64_t n_chunks, int64_t part_size,
+                           int64_t n_blocks, int64_t E, int64_t M, float* mat, float* vec) {
+  std::fill(mat, mat + E * M, 0.0f);
+  std::fill(vec, vec + E, 0.0f);
+  for (int64_t chunk = 0; chunk < n_chunks; ++chunk) {
+    const VecF* mat_part = &partials[chunk * part_size];
+    const VecF* vec_part = mat_part + n_blocks * M;
+    for (int64_t e = 0; e < E; ++e) {
+      const int64_t blk = e / kLanes, lane = e % kLanes;
+      for (int64_t m = 0; m < M; ++m) mat[e * M + m] += mat_part[blk * M + m][lane];
+      vec[e] += vec_part[blk][lane];
+    }
+  }
+}
+
 std::vector<VecF> block_A(const float* A, const ScanDims& d) {
   std::vector<VecF> a_blk(d.n_blocks * d.d_state, VecF{});
   for (int64_t e = 0; e < d.d_inner; ++e) {
@@ -261,17 +279,7 @@ void scan_backward_f32(const float* u, const float* delta, const float* A, const
     }
   });
   // Batch reductions in chunk order (deterministic).
-  std::fill(dA, dA + E * N, 0.0f);
-  std::fill(dD, dD + E, 0.0f);
-  for (int64_t chunk = 0; chunk < n_chunks; ++chunk) {
-    const VecF* dA_part = &partials[chunk * part_size];
-    const VecF* dD_part = dA_part + d.n_blocks * N;
-    for (int64_t e = 0; e < E; ++e) {
-      const int64_t blk = e / kLanes, lane = e % kLanes;
-      for (int64_t n = 0; n < N; ++n) dA[e * N + n] += dA_part[blk * N + n][lane];
-      dD[e] += dD_part[blk][lane];
-    }
-  }
+  reduce_chunk_partials(partials, n_chunks, part_size, d.n_blocks, E, N, dA, dD);
 }
 
 class SelectiveScanFunction : public torch::autograd::Function<SelectiveScanFunction> {
@@ -404,17 +412,7 @@ void conv_silu_backward_f32(const float* x, const float* w, const float* bias, c
       }
     }
   });
-  std::fill(dw, dw + E * K, 0.0f);
-  std::fill(dbias, dbias + E, 0.0f);
-  for (int64_t chunk = 0; chunk < n_chunks; ++chunk) {
-    const VecF* dw_part = &partials[chunk * part_size];
-    const VecF* dbias_part = dw_part + d.n_blocks * K;
-    for (int64_t e = 0; e < E; ++e) {
-      const int64_t blk = e / kLanes, lane = e % kLanes;
-      for (int64_t k = 0; k < K; ++k) dw[e * K + k] += dw_part[blk * K + k][lane];
-      dbias[e] += dbias_part[blk][lane];
-    }
-  }
+  reduce_chunk_partials(partials, n_chunks, part_size, d.n_blocks, E, K, dw, dbias);
 }
 
 /// x with unit channel stride (a view such as in_proj's x half is used in place), others contiguous.

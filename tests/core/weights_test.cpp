@@ -3,6 +3,8 @@
 #include "tclm/weights.h"
 
 #include <gtest/gtest.h>
+
+#include "test_util.h"
 #include <unistd.h>
 #include <zlib.h>
 
@@ -56,17 +58,7 @@ void expect_same(const WeightsFile& a, const WeightsFile& b) {
   }
 }
 
-// The error message of `f()`, which must throw tclm::Error.
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected tclm::Error";
-  return "";
-}
+using test::error_of;
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
