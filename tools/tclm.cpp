@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
+#include <simdjson.h>
 #include <unistd.h>
 
 #include "common/bytes.h"
@@ -96,6 +97,33 @@ struct DataOptions {
     return so;
   }
 };
+
+// The split a model was trained with, from its metadata ("extra" of tclm train), applied to the
+// options the user did not give on the command line, so that `eval` holds out the same tasks as the
+// training run did. Returns a description for the log, or "" if the metadata has no split.
+std::string apply_model_split(const std::string& metadata_json, const CLI::App& cmd, DataOptions* d) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(metadata_json).get(doc) != simdjson::SUCCESS) return "";
+  simdjson::dom::element extra;
+  if (doc["extra"].get(extra) != simdjson::SUCCESS) return "";
+  std::string_view split;
+  uint64_t seed;
+  double test, valid;
+  int64_t max_steps;
+  if (extra["split"].get(split) || extra["split_seed"].get(seed) || extra["test_fraction"].get(test) ||
+      extra["valid_fraction"].get(valid)) {
+    return "";
+  }
+  if (cmd.count("--split") == 0) d->split = std::string(split);
+  if (cmd.count("--split-seed") == 0) d->split_seed = seed;
+  if (cmd.count("--test-fraction") == 0) d->test_fraction = test;
+  if (cmd.count("--valid-fraction") == 0) d->valid_fraction = valid;
+  if (cmd.count("--max-steps") == 0 && extra["max_steps"].get(max_steps) == simdjson::SUCCESS) {
+    d->max_steps = static_cast<int>(max_steps);
+  }
+  return fmt::format("split {} seed {} test {} valid {}", d->split, d->split_seed, d->test_fraction, d->valid_fraction);
+}
 
 std::string json_escape(const std::string& s) {
   std::string o;
@@ -203,14 +231,17 @@ int main(int argc, char** argv) {
   train->add_option("--batch-size", to.batch_size, "Programs per batch")->check(CLI::Range(2, 1 << 20));
   train->add_option("--group-size", to.group_size, "Programs of one task per ranking group")->check(CLI::Range(2, 4096));
   train->add_option("--lr", to.lr, "Peak learning rate (Adam)")->check(CLI::Range(1e-7, 1.0));
-  train->add_option("--patience", to.patience, "Early stopping: epochs without a better validation top-1");
+  train->add_option("--patience", to.patience, "Early stopping: epochs without a better validation top-1")
+      ->check(CLI::Range(1, 100000));
   train->add_option("--seed", to.seed, "Seed of initialisation and batch order");
-  train->add_option("--threads", to.threads, "Threads (0 = all cores)");
+  train->add_option("--threads", to.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
   bool train_quiet = false;
   train->add_flag("--quiet", train_quiet, "No progress display");
 
   // ---- eval
-  auto* eval = app.add_subcommand("eval", "Evaluate a trained model on the held-out test tasks of a dataset");
+  auto* eval = app.add_subcommand(
+      "eval", "Evaluate a trained model on the held-out test tasks of a dataset (by default the split stored in "
+              "the model by 'tclm train'; split options given here override it)");
   DataOptions eval_data;
   eval_data.add_to(eval, true);
   std::string eval_model = "out/model/best.tclm", eval_json;
@@ -221,7 +252,7 @@ int main(int argc, char** argv) {
   eval->add_option("--json", eval_json, "Write the report as JSON to this file");
   std::string eval_per_task;
   eval->add_option("--per-task", eval_per_task, "Write per-task results (top-1, top-5, random) as CSV to this file");
-  eval->add_option("--threads", eval_threads, "Threads (0 = all cores)");
+  eval->add_option("--threads", eval_threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
   std::string eval_backend = "engine";
   eval->add_option("--backend", eval_backend,
                    "engine: the libtorch-free inference engine (default); torch: the libtorch model (for parity checks)")
@@ -236,8 +267,9 @@ int main(int argc, char** argv) {
   predict->add_option("-o,--output", pred_output, "Output file ('-' = stdout)");
   predict->add_option("--format", pred_format, "csv or json (default: from the output name, else csv)")
       ->check(CLI::IsMember({"csv", "json"}));
-  predict->add_option("--max-steps", pred_max_steps, "Steps per program kept by the featurizer");
-  predict->add_option("--threads", pred_threads, "Threads (0 = all cores)");
+  predict->add_option("--max-steps", pred_max_steps, "Steps per program kept by the featurizer")
+      ->check(CLI::Range(1, 4096));
+  predict->add_option("--threads", pred_threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
   std::string pred_backend = "engine";
   predict->add_option("--backend", pred_backend,
                       "engine: the libtorch-free inference engine (default); torch: the libtorch model")
@@ -269,6 +301,13 @@ int main(int argc, char** argv) {
     if (train->parsed()) {
       to.progress = !train_quiet;
       to.out_dir = out_dir;
+      {
+        std::error_code ec;
+        std::filesystem::create_directories(out_dir, ec);
+        if (ec || !std::filesystem::is_directory(out_dir)) {
+          throw Error("--out '" + out_dir + "' cannot be used as an output directory" + (ec ? ": " + ec.message() : ""));
+        }
+      }
       Dataset d = train_data.load(to.progress && isatty(fileno(stderr)));
       std::cerr << info_text(d) << "\n";
       Split s = make_split(d, train_data.split_options());
@@ -304,6 +343,8 @@ int main(int argc, char** argv) {
       set_threads(eval_threads);
       WeightsFile w = load_weights(eval_model);
       CostModelEngine engine(w, eval_model);
+      const std::string used = apply_model_split(w.metadata_json, *eval, &eval_data);
+      if (!used.empty()) std::fprintf(stderr, "using the model's split (%s); options given here override it\n", used.c_str());
       engine.set_threads(eval_threads);
       MambaCostModel model = eval_backend == "torch" ? load_cost_model(w, eval_model) : MambaCostModel(nullptr);
       Dataset d = eval_data.load(isatty(fileno(stderr)));
@@ -344,6 +385,9 @@ int main(int argc, char** argv) {
       std::vector<MeasureRecord> records;
       std::vector<int64_t> lines;
       ReadStats stats;
+      if (std::filesystem::is_directory(pred_input)) {
+        throw Error("--input '" + pred_input + "' is a directory; give one record file (plain or .gz)");
+      }
       read_record_file(pred_input, [&](const MeasureRecord& r, const RecordOrigin& o) {
         records.push_back(r);
         lines.push_back(o.line);

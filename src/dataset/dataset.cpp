@@ -162,8 +162,8 @@ int Dataset::featurize(const std::vector<uint32_t>& programs, std::vector<float>
 
 namespace {
 
-// The group of a file: its parent directory relative to the source root ("." for files directly in
-// it; the file name without extensions when the source is a single file).
+// The group of a file: its parent directory relative to the source root (the root's own name for
+// files directly in it; the file name without extensions when the source is a single file).
 std::string group_of(const std::string& root, const std::string& file) {
   namespace fs = std::filesystem;
   if (root == file) {
@@ -171,7 +171,12 @@ std::string group_of(const std::string& root, const std::string& file) {
     return n.substr(0, n.find('.'));
   }
   auto rel = fs::path(file).lexically_relative(root).parent_path().string();
-  return rel.empty() ? "." : rel;
+  if (!rel.empty()) return rel;
+  // A file directly in the source directory: the group is that directory (so that several
+  // `-d DIR` sources, one per network or operator, are separate groups).
+  auto dir = fs::path(root).lexically_normal();
+  if (!dir.has_filename()) dir = dir.parent_path();
+  return dir.filename().empty() ? "." : dir.filename().string();
 }
 
 }  // namespace

@@ -206,6 +206,10 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
   if (!o.out_dir.empty()) std::filesystem::create_directories(o.out_dir);
   // The validation set picks the epoch; without one, the training tasks do (reported as such).
   const std::vector<uint32_t>& valid_tasks = split.valid.empty() ? split.train : split.valid;
+  if (split.valid.empty() && o.progress) {
+    std::fprintf(stderr, "warning: no validation tasks (raise --valid-fraction or use more workloads); "
+                         "early stopping and \"valid\" figures use the training tasks\n");
+  }
 
   int64_t programs_per_epoch = 0;
   for (uint32_t t : split.train) programs_per_epoch += static_cast<int64_t>(data.tasks()[t].programs.size());
@@ -263,11 +267,11 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
     e.lr = lr_at(o, std::max<int64_t>(step - 1, 0), total_steps);
     e.seconds = since(t0);
     e.samples_per_second = static_cast<double>(seen) / std::max(train_seconds, 1e-9);
+    e.valid_pairwise = all.pairwise;
     result.log.push_back(e);
     // Better = higher validation top-1 (task mean); on a tie (a small validation set often saturates
     // at the same top-1) the higher pairwise accuracy decides, so training goes on while the
     // ranking below the first place still improves.
-    e.valid_pairwise = all.pairwise;
     const bool better = e.valid_top1 > result.best_valid_top1 + 1e-9 ||
                         (e.valid_top1 > result.best_valid_top1 - 1e-9 && e.valid_pairwise > best_pairwise + 1e-6);
     if (better) {
