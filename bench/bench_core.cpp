@@ -24,6 +24,15 @@ const Dataset& dataset() {
   return d;
 }
 
+// The default model (TCL-SPEC §4 defaults), freshly initialised.
+MambaCostModel default_model() {
+  MambaConfig cfg;
+  cfg.n_features = kStepFeatureDim;
+  MambaCostModel model(cfg);
+  init_mamba_weights(model);
+  return model;
+}
+
 void BM_ParseFeaturize(benchmark::State& state) {
   const auto files = list_record_files(kData);
   std::vector<float> x(kDefaultMaxSteps * kStepFeatureDim);
@@ -45,10 +54,7 @@ BENCHMARK(BM_ParseFeaturize)->Unit(benchmark::kMillisecond)->UseRealTime()->Iter
 void BM_TrainStep(benchmark::State& state) {
   set_threads(static_cast<int>(state.range(0)));
   const Dataset& d = dataset();
-  MambaConfig cfg;
-  cfg.n_features = kStepFeatureDim;
-  MambaCostModel model(cfg);
-  init_mamba_weights(model);
+  MambaCostModel model = default_model();
   torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(7e-4));
   // 16 groups of 64 programs from the first tasks
   std::vector<uint32_t> progs;
@@ -79,10 +85,7 @@ BENCHMARK(BM_TrainStep)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealT
 void BM_Predict(benchmark::State& state) {
   set_threads(static_cast<int>(state.range(0)));
   const Dataset& d = dataset();
-  MambaConfig cfg;
-  cfg.n_features = kStepFeatureDim;
-  MambaCostModel model(cfg);
-  init_mamba_weights(model);
+  MambaCostModel model = default_model();
   std::vector<uint32_t> progs(std::min<size_t>(4096, d.num_programs()));
   std::iota(progs.begin(), progs.end(), 0);
   for (auto _ : state) {

@@ -152,21 +152,21 @@ void reduce_chunk_partials(const std::vector<VecF>& partials, int64_t n_chunks, 
   }
 }
 
-std::vector<VecF> block_A(const float* A, const ScanDims& d) {
-  std::vector<VecF> a_blk(d.n_blocks * d.d_state, VecF{});
-  for (int64_t e = 0; e < d.d_inner; ++e) {
-    for (int64_t n = 0; n < d.d_state; ++n) {
-      a_blk[(e / kLanes) * d.d_state + n][e % kLanes] = A[e * d.d_state + n];
-    }
+/// A row-major per-channel matrix src {E, M} as channel blocks: out[blk * M + m] lane j =
+/// src[(blk * kLanes + j) * M + m], zero past E. Used for A {E, N} and the conv weight {E, 1, K}.
+std::vector<VecF> block_channels(const float* src, int64_t E, int64_t M, int64_t n_blocks) {
+  std::vector<VecF> out(n_blocks * M, VecF{});
+  for (int64_t e = 0; e < E; ++e) {
+    for (int64_t m = 0; m < M; ++m) out[(e / kLanes) * M + m][e % kLanes] = src[e * M + m];
   }
-  return a_blk;
+  return out;
 }
 
 // ---- forward: y {batch, n_steps, d_inner}
 void scan_forward_f32(const float* u, const float* delta, const float* A, const float* Bm,
                       const float* C, const float* D, float* y, const ScanDims& d) {
   const int64_t L = d.n_steps, E = d.d_inner, N = d.d_state;
-  const std::vector<VecF> a_blk = block_A(A, d);
+  const std::vector<VecF> a_blk = block_channels(A, d.d_inner, d.d_state, d.n_blocks);
   const int64_t n_chunks = (d.batch + kBatchChunk - 1) / kBatchChunk;
   at::parallel_for(0, n_chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
     std::vector<VecF> h(N);
@@ -206,7 +206,7 @@ void scan_backward_f32(const float* u, const float* delta, const float* A, const
                        const float* C, const float* D, const float* dy, float* du, float* ddelta,
                        float* dA, float* dB, float* dC, float* dD, const ScanDims& d) {
   const int64_t L = d.n_steps, E = d.d_inner, N = d.d_state;
-  const std::vector<VecF> a_blk = block_A(A, d);
+  const std::vector<VecF> a_blk = block_channels(A, d.d_inner, d.d_state, d.n_blocks);
   const int64_t n_chunks = (d.batch + kBatchChunk - 1) / kBatchChunk;
   // Per chunk: dA partial {n_blocks, N} vectors, then dD partial {n_blocks} vectors.
   const int64_t part_size = d.n_blocks * N + d.n_blocks;
@@ -329,17 +329,6 @@ struct ConvDims {
 
 inline VecF sigmoid(VecF v) { return 1.0f / (1.0f + vec_exp(-v)); }
 
-/// w_blk[blk * K + k] lane j = w[blk * kLanes + j, 0, k] (0 past E).
-std::vector<VecF> block_conv_weight(const float* w, const ConvDims& d) {
-  std::vector<VecF> w_blk(d.n_blocks * d.d_conv, VecF{});
-  for (int64_t e = 0; e < d.d_inner; ++e) {
-    for (int64_t k = 0; k < d.d_conv; ++k) {
-      w_blk[(e / kLanes) * d.d_conv + k][e % kLanes] = w[e * d.d_conv + k];
-    }
-  }
-  return w_blk;
-}
-
 /// pre-activation of (b, t, channel block); x points at x[b, 0, e0].
 inline VecF conv_pre(const float* x, const VecF* w, VecF bias, int64_t t, const ConvDims& d, int cnt) {
   VecF acc = bias;
@@ -352,7 +341,7 @@ inline VecF conv_pre(const float* x, const VecF* w, VecF bias, int64_t t, const 
 // out {batch, n_steps, d_inner}, contiguous
 void conv_silu_forward_f32(const float* x, const float* w, const float* bias, float* out, const ConvDims& d) {
   const int64_t L = d.n_steps, E = d.d_inner;
-  const std::vector<VecF> w_blk = block_conv_weight(w, d);
+  const std::vector<VecF> w_blk = block_channels(w, d.d_inner, d.d_conv, d.n_blocks);
   const int64_t n_chunks = (d.batch + kBatchChunk - 1) / kBatchChunk;
   at::parallel_for(0, n_chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
     for (int64_t b = chunk_begin * kBatchChunk; b < std::min(d.batch, chunk_end * kBatchChunk); ++b) {
@@ -374,7 +363,7 @@ void conv_silu_forward_f32(const float* x, const float* w, const float* bias, fl
 void conv_silu_backward_f32(const float* x, const float* w, const float* bias, const float* g_out, float* dx,
                             float* dw, float* dbias, const ConvDims& d) {
   const int64_t L = d.n_steps, E = d.d_inner, K = d.d_conv;
-  const std::vector<VecF> w_blk = block_conv_weight(w, d);
+  const std::vector<VecF> w_blk = block_channels(w, d.d_inner, d.d_conv, d.n_blocks);
   const int64_t n_chunks = (d.batch + kBatchChunk - 1) / kBatchChunk;
   const int64_t part_size = d.n_blocks * K + d.n_blocks;  // dw {n_blocks, K}, then dbias {n_blocks}
   std::vector<VecF> partials(n_chunks * part_size, VecF{});
