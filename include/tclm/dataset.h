@@ -81,6 +81,15 @@ class Dataset {
   /// program in the list). Returns L.
   int featurize(const std::vector<uint32_t>& programs, std::vector<float>* x, std::vector<float>* mask) const;
 
+  /// The masked mean, masked max and log2(1 + length) of each program's step features: a fixed-size
+  /// vector (kPooledFeatureDim floats, row-major [n, kPooledFeatureDim]) for models that do not read
+  /// sequences (the MLP and XGBoost baselines) and for the sampler's clustering (pool_step_features).
+  void pooled_features(const std::vector<uint32_t>& programs, std::vector<float>* out) const;
+  /// A dataset holding only `programs` (program i of the result is programs[i]), with the same tasks
+  /// (same indices, so a Split of this dataset still applies), platforms and groups; each task's
+  /// min_cost and labels are recomputed from the programs kept, as if only they had been measured.
+  /// Throws tclm::Error on an index out of range or a program listed twice.
+  Dataset subset(const std::vector<uint32_t>& programs) const;
   /// Adds one record (used by load and by tests): a valid one becomes a program of its task; an
   /// error or bad-cost record is only counted in platform_stats().
   void add_record(const MeasureRecord& r, int platform, int group);

@@ -68,6 +68,13 @@ void featurize_step(const StepView& step, float* out);
 int featurize_program(const StepView* steps, size_t n_steps, int max_steps, float* out);
 int featurize_program(const std::vector<TransformStep>& steps, int max_steps, float* out);
 
+/// Size of pool_step_features's output: mean and max of every slot, then log2(1 + n_steps).
+inline constexpr int kPooledFeatureDim = 2 * kStepFeatureDim + 1;
+
+/// Pools a featurized program x[n_steps, kStepFeatureDim] (real steps only) into out[kPooledFeatureDim]:
+/// per-slot mean over steps, per-slot max over steps, log2(1 + n_steps). n_steps = 0 gives zeros.
+void pool_step_features(const float* x, int n_steps, float* out);
+
 /// The log-magnitude transform used for sizes: sign(x) * log2(1 + |x|) / 8.
 float log_magnitude(double x);
 

@@ -129,7 +129,7 @@ void Dataset::finalize() {
   for (auto& t : tasks_) {
     double m = INFINITY;
     for (uint32_t p : t.programs) m = std::min(m, cost_[p]);
-    t.min_cost = m;
+    t.min_cost = t.programs.empty() ? 0.0 : m;
     for (uint32_t p : t.programs) label_[p] = static_cast<float>(m / cost_[p]);
   }
 }
@@ -158,6 +158,58 @@ int Dataset::featurize(const std::vector<uint32_t>& programs, std::vector<float>
     std::fill(mask->begin() + i * L, mask->begin() + i * L + used, 1.0f);
   }
   return L;
+}
+
+void Dataset::pooled_features(const std::vector<uint32_t>& programs, std::vector<float>* out) const {
+  out->resize(programs.size() * kPooledFeatureDim);
+  std::vector<StepView> views;
+  std::vector<float> x(static_cast<size_t>(max_steps_) * kStepFeatureDim);
+  for (size_t i = 0; i < programs.size(); ++i) {
+    steps(programs[i], &views);
+    const int used = featurize_program(views.data(), views.size(), max_steps_, x.data());
+    pool_step_features(x.data(), used, out->data() + i * kPooledFeatureDim);
+  }
+}
+
+Dataset Dataset::subset(const std::vector<uint32_t>& programs) const {
+  Dataset d;
+  d.max_steps_ = max_steps_;
+  d.platforms_ = platforms_;
+  d.groups_ = groups_;
+  d.strings_ = strings_;
+  d.platform_index_ = platform_index_;
+  d.group_index_ = group_index_;
+  d.string_index_ = string_index_;
+  d.task_index_ = task_index_;
+  d.platform_stats_ = platform_stats_;
+  d.read_stats_ = read_stats_;
+  d.tasks_ = tasks_;
+  for (Task& t : d.tasks_) t.programs.clear();
+  std::vector<uint8_t> seen(num_programs(), 0);
+  d.cost_.reserve(programs.size());
+  d.task_of_.reserve(programs.size());
+  d.prog_begin_.reserve(programs.size() + 1);
+  for (uint32_t p : programs) {
+    if (p >= num_programs()) {
+      throw Error(fmt::format("Dataset::subset: program {} is out of range ({} programs)", p, num_programs()));
+    }
+    if (seen[p]) throw Error(fmt::format("Dataset::subset: program {} is listed twice", p));
+    seen[p] = 1;
+    const uint32_t t = task_of_[p];
+    d.tasks_[t].programs.push_back(static_cast<uint32_t>(d.cost_.size()));
+    d.task_of_.push_back(t);
+    d.cost_.push_back(cost_[p]);
+    for (uint64_t s = prog_begin_[p]; s < prog_begin_[p + 1]; ++s) {
+      PackedStep ps = steps_[s];
+      ps.ints_begin = d.ints_.size();
+      d.ints_.insert(d.ints_.end(), ints_.begin() + static_cast<int64_t>(steps_[s].ints_begin),
+                     ints_.begin() + static_cast<int64_t>(steps_[s].ints_begin) + steps_[s].n_ints);
+      d.steps_.push_back(ps);
+    }
+    d.prog_begin_.push_back(d.steps_.size());
+  }
+  d.finalize();
+  return d;
 }
 
 namespace {

@@ -61,6 +61,24 @@ float log_magnitude(double x) {
   return static_cast<float>(x < 0 ? -v : v);
 }
 
+void pool_step_features(const float* x, int n_steps, float* out) {
+  constexpr int F = kStepFeatureDim;
+  std::fill(out, out + kPooledFeatureDim, 0.0f);
+  if (n_steps <= 0) return;
+  float* mean = out;
+  float* max = out + F;
+  std::copy(x, x + F, max);
+  for (int t = 0; t < n_steps; ++t) {
+    const float* row = x + static_cast<size_t>(t) * F;
+    for (int f = 0; f < F; ++f) {
+      mean[f] += row[f];
+      max[f] = std::max(max[f], row[f]);
+    }
+  }
+  for (int f = 0; f < F; ++f) mean[f] /= static_cast<float>(n_steps);
+  out[2 * F] = static_cast<float>(std::log2(1.0 + n_steps));
+}
+
 void featurize_step(const StepView& st, float* out) {
   std::memset(out, 0, sizeof(float) * kStepFeatureDim);
   const int kind = static_cast<int>(st.kind);

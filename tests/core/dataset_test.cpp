@@ -168,3 +168,45 @@ TEST(Cache, SecondLoadReadsTheCacheAndGivesTheSameDataset) {
   Dataset d3 = Dataset::load({DataSource::parse("p=" + dir.path.string())}, lo);
   EXPECT_EQ(d3.num_programs(), d1.num_programs());
 }
+
+TEST(Dataset, SubsetRecomputesLabelsFromTheProgramsKept) {
+  test::TempDir dir;
+  // Task A: costs 2, 4, 8 -> keeping programs 1 and 2 (costs 4, 8) makes 4 the best: labels 1, 0.5.
+  test::write_text(dir.file("a.json"), rec("A", "llvm", {2.0}) + rec("A", "llvm", {4.0}) + rec("A", "llvm", {8.0}, 0, 3) +
+                                           rec("B", "llvm", {1.0}));
+  Dataset d = Dataset::load({DataSource::parse("p=" + dir.path.string())}, LoadOptions{});
+  ASSERT_EQ(d.tasks().size(), 2u);
+  const auto& a = d.tasks()[0].programs;
+  Dataset s = d.subset({a[2], a[1]});
+  ASSERT_EQ(s.num_programs(), 2u);
+  ASSERT_EQ(s.tasks().size(), 2u);  // same task indices, B now empty
+  EXPECT_TRUE(s.tasks()[1].programs.empty());
+  EXPECT_DOUBLE_EQ(s.tasks()[0].min_cost, 4.0);
+  EXPECT_FLOAT_EQ(s.label(0), 0.5f);  // cost 8
+  EXPECT_FLOAT_EQ(s.label(1), 1.0f);  // cost 4
+  EXPECT_EQ(s.num_steps(0), 3);
+  EXPECT_EQ(s.num_steps(1), 2);
+  // The steps travel with their program: features equal the original's.
+  std::vector<float> x0, m0, x1, m1;
+  d.featurize({a[2]}, &x0, &m0);
+  s.featurize({0}, &x1, &m1);
+  EXPECT_EQ(x0, x1);
+  EXPECT_NE(test::error_of([&] { d.subset({a[0], a[0]}); }).find("twice"), std::string::npos);
+  EXPECT_NE(test::error_of([&] { d.subset({99}); }).find("out of range"), std::string::npos);
+}
+
+TEST(Features, PooledStepFeaturesAreMeanMaxAndLength) {
+  std::vector<float> x(2 * kStepFeatureDim, 0.0f);
+  x[0] = 1.0f;                    // step 0, slot 0
+  x[kStepFeatureDim + 0] = 3.0f;  // step 1, slot 0
+  x[kStepFeatureDim + 1] = -2.0f; // step 1, slot 1
+  std::vector<float> out(kPooledFeatureDim);
+  pool_step_features(x.data(), 2, out.data());
+  EXPECT_FLOAT_EQ(out[0], 2.0f);                    // mean (1 + 3) / 2
+  EXPECT_FLOAT_EQ(out[1], -1.0f);                   // mean (0 - 2) / 2
+  EXPECT_FLOAT_EQ(out[kStepFeatureDim + 0], 3.0f);  // max
+  EXPECT_FLOAT_EQ(out[kStepFeatureDim + 1], 0.0f);  // max(0, -2)
+  EXPECT_FLOAT_EQ(out[2 * kStepFeatureDim], std::log2(3.0f));
+  pool_step_features(x.data(), 0, out.data());
+  EXPECT_EQ(out, std::vector<float>(kPooledFeatureDim, 0.0f));
+}
