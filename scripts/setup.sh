@@ -13,6 +13,7 @@ PACKAGES=(
   libcli11-dev libfmt-dev # CLI, formatting
   libgtest-dev libgmock-dev libbenchmark-dev
   libxgboost-dev          # the XGBoost baseline in bench_infer (what TVM uses by default)
+  libfaiss-dev            # k-means of the RDU active sampler (src/sample)
 )
 
 missing=()

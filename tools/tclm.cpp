@@ -5,11 +5,17 @@
 //   tclm eval     evaluate a trained model on the held-out tasks of a dataset
 //   tclm predict  score the records of a file (JSON or CSV out)
 //   tclm export   check a checkpoint and write it as a deployable weights file
+//   tclm compare  Mamba against the baselines (tools/cmd_compare.cpp)
+//   tclm sweep    Mamba hyper-parameter study (tools/cmd_compare.cpp)
+//   tclm sample   choose which candidate programs to measure (tools/cmd_sample.cpp)
+//   tclm study-sampling  samplers x rates x seeds (tools/cmd_sample.cpp)
+//   tclm transfer the TCL pipeline across platforms (tools/cmd_transfer.cpp)
 // Exit codes: 0 success, 1 bad input or failure (the message says which file/option), 2 usage.
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
+#include <optional>
 #include <simdjson.h>
 #include <unistd.h>
 
@@ -19,178 +25,12 @@
 #include "tclm/evaluation.h"
 #include "tclm/infer.h"
 #include "tclm/weights.h"
+#include "cli_common.h"
 #include "train/trainer.h"
-
-#ifndef TCLM_DEFAULT_DATA
-#define TCLM_DEFAULT_DATA "data/records"
-#endif
 
 using namespace tclm;
 
-namespace {
-
-// Options shared by the commands that read a dataset.
-struct DataOptions {
-  std::vector<std::string> sources;
-  std::string cache_dir;
-  int max_steps = kDefaultMaxSteps;
-  double test_fraction = 0.2;
-  double valid_fraction = 0.1;
-  uint64_t split_seed = 0;
-  std::string split = "task";
-
-  void add_to(CLI::App* app, bool with_split) {
-    app->add_option("-d,--data", sources,
-                    "Record source, repeatable: [PLATFORM=]PATH, a file or directory of Ansor records "
-                    "(.json/.log, plain or .gz). PLATFORM names the hardware when the target string does "
-                    "not (e.g. k80=path/to/k80). Default: the embedded data, " TCLM_DEFAULT_DATA "/*");
-    app->add_option("--cache-dir", cache_dir,
-                    "Cache parsed record files here (binary; rebuilt per file when a file changes)");
-    app->add_option("--max-steps", max_steps, "Steps per program kept by the featurizer")->check(CLI::Range(1, 4096));
-    if (with_split) {
-      app->add_option("--test-fraction", test_fraction, "Fraction of workloads (or groups) held out for test")
-          ->check(CLI::Range(0.0, 0.95));
-      app->add_option("--valid-fraction", valid_fraction, "Fraction of workloads (or groups) for validation")
-          ->check(CLI::Range(0.0, 0.95));
-      app->add_option("--split-seed", split_seed, "Seed of the task split (hash-based, order independent)");
-      app->add_option("--split", split,
-                      "Unit held out: 'task' (workload key, on every platform at once) or 'group' (a whole "
-                      "data directory / network, e.g. tvm_ansor_bench/<net>)")
-          ->check(CLI::IsMember({"task", "group"}));
-    }
-  }
-
-  std::vector<DataSource> resolve() const {
-    std::vector<DataSource> out;
-    if (sources.empty()) {
-      namespace fs = std::filesystem;
-      if (!fs::is_directory(TCLM_DEFAULT_DATA)) {
-        throw Error(std::string("no --data given and the embedded data directory '") + TCLM_DEFAULT_DATA +
-                    "' is missing");
-      }
-      std::vector<std::string> names;
-      for (const auto& e : fs::directory_iterator(TCLM_DEFAULT_DATA)) {
-        if (e.is_directory()) names.push_back(e.path().filename().string());
-      }
-      std::sort(names.begin(), names.end());
-      for (const auto& n : names) out.push_back(DataSource{std::string(TCLM_DEFAULT_DATA) + "/" + n, n});
-      return out;
-    }
-    for (const auto& s : sources) out.push_back(DataSource::parse(s));
-    return out;
-  }
-
-  Dataset load(bool progress) const {
-    LoadOptions lo;
-    lo.max_steps = max_steps;
-    lo.cache_dir = cache_dir;
-    lo.progress = progress;
-    return Dataset::load(resolve(), lo);
-  }
-
-  SplitOptions split_options() const {
-    SplitOptions so;
-    so.test_fraction = test_fraction;
-    so.valid_fraction = valid_fraction;
-    so.seed = split_seed;
-    so.mode = split == "group" ? SplitMode::kGroup : SplitMode::kTask;
-    return so;
-  }
-};
-
-// The split a model was trained with, from its metadata ("extra" of tclm train), applied to the
-// options the user did not give on the command line, so that `eval` holds out the same tasks as the
-// training run did. Returns a description for the log, or "" if the metadata has no split.
-std::string apply_model_split(const std::string& metadata_json, const CLI::App& cmd, DataOptions* d) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  if (parser.parse(metadata_json).get(doc) != simdjson::SUCCESS) return "";
-  simdjson::dom::element extra;
-  if (doc["extra"].get(extra) != simdjson::SUCCESS) return "";
-  std::string_view split;
-  uint64_t seed;
-  double test, valid;
-  int64_t max_steps;
-  if (extra["split"].get(split) || extra["split_seed"].get(seed) || extra["test_fraction"].get(test) ||
-      extra["valid_fraction"].get(valid)) {
-    return "";
-  }
-  if (cmd.count("--split") == 0) d->split = std::string(split);
-  if (cmd.count("--split-seed") == 0) d->split_seed = seed;
-  if (cmd.count("--test-fraction") == 0) d->test_fraction = test;
-  if (cmd.count("--valid-fraction") == 0) d->valid_fraction = valid;
-  if (cmd.count("--max-steps") == 0 && extra["max_steps"].get(max_steps) == simdjson::SUCCESS) {
-    d->max_steps = static_cast<int>(max_steps);
-  }
-  return fmt::format("split {} seed {} test {} valid {}", d->split, d->split_seed, d->test_fraction, d->valid_fraction);
-}
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      o += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      o += c;
-    }
-  }
-  return o;
-}
-
-std::string info_text(const Dataset& d) {
-  std::string s = fmt::format("{:<40} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9}\n", "platform", "records", "programs",
-                              "tasks", "errors", "bad cost", "truncated");
-  for (size_t i = 0; i < d.platforms().size(); ++i) {
-    const auto& p = d.platform_stats()[i];
-    s += fmt::format("{:<40} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9}\n", d.platforms()[i].substr(0, 40), p.records,
-                     p.programs, p.tasks, p.errors, p.bad_costs, p.truncated);
-  }
-  s += "errors: error_no != 0 (kept out); bad cost: error_no 0 but a cost <= 0, non-finite or >= 1e9;\n"
-       "truncated: programs longer than --max-steps (first steps kept)\n\n";
-  s += d.read_stats().report();
-  return s;
-}
-
-std::string info_json(const Dataset& d) {
-  std::string s = "{\"platforms\": [";
-  for (size_t i = 0; i < d.platforms().size(); ++i) {
-    const auto& p = d.platform_stats()[i];
-    std::string codes;
-    for (const auto& [c, n] : p.errors_by_code) codes += fmt::format("{}\"{}\": {}", codes.empty() ? "" : ", ", c, n);
-    s += fmt::format(
-        "{}\n  {{\"name\": \"{}\", \"records\": {}, \"programs\": {}, \"tasks\": {}, \"errors\": {}, "
-        "\"errors_by_code\": {{{}}}, \"bad_costs\": {}, \"truncated\": {}}}",
-        i ? "," : "", json_escape(d.platforms()[i]), p.records, p.programs, p.tasks, p.errors, codes, p.bad_costs,
-        p.truncated);
-  }
-  const auto& r = d.read_stats();
-  s += fmt::format("\n], \"files\": {}, \"lines\": {}, \"records\": {}, \"skipped_lines\": {}, \"skipped_by_reason\": {{",
-                   r.files, r.lines, r.records, r.skipped);
-  bool first = true;
-  for (const auto& [k, v] : r.skipped_by_reason) {
-    s += fmt::format("{}\"{}\": {}", first ? "" : ", ", json_escape(k), v);
-    first = false;
-  }
-  s += "}, \"skipped_examples\": [";
-  for (size_t i = 0; i < r.examples.size(); ++i) s += fmt::format("{}\"{}\"", i ? ", " : "", json_escape(r.examples[i]));
-  return s + "]}\n";
-}
-
-std::string reports_json(const std::vector<RankingReport>& reports) {
-  std::string s = "[";
-  for (size_t i = 0; i < reports.size(); ++i) s += (i ? ",\n " : "") + reports[i].to_json();
-  return s + "]";
-}
-
-void print_split(const Dataset& d, const Split& s) {
-  std::fprintf(stderr, "split: %zu train / %zu valid / %zu test tasks (%lld tasks with < 2 programs left out)\n",
-               s.train.size(), s.valid.size(), s.test.size(), static_cast<long long>(s.too_small));
-}
-
-}  // namespace
+using namespace tclm::cli;
 
 int main(int argc, char** argv) {
   // libgomp reads OMP_WAIT_POLICY when it is loaded, before main. Its default (spinning waiters)
@@ -221,7 +61,17 @@ int main(int argc, char** argv) {
   TrainOptions to;
   std::string out_dir = "out/model";
   train->add_option("-o,--out", out_dir, "Output directory: best.tclm, checkpoint.tclm, train_log.json, report.json, test_tasks.csv");
-  train->add_option("--d-model", to.model.d_model, "Model width")->check(CLI::Range(4, 4096));
+  train->add_option("--model", to.model_kind,
+                    "Cost model: mamba (TCL), or a baseline: attention (TLP-style), lstm, mlp (pooled steps); "
+                    "'tclm compare' also trains xgboost")
+      ->check(CLI::IsMember({"mamba", "attention", "lstm", "mlp"}));
+  train->add_option("--d-model", to.model.d_model, "Model width (baselines: --hidden)")->check(CLI::Range(4, 4096));
+  train->add_option("--hidden", to.baseline.d_model, "Baseline width (0 = its default: attention 256, lstm 128, mlp 256)")
+      ->check(CLI::Range(0, 4096));
+  train->add_option("--baseline-layers", to.baseline.n_layers,
+                    "Baseline depth (0 = default: attention residual blocks 2, lstm layers 1, mlp hidden layers 2)")
+      ->check(CLI::Range(0, 64));
+  train->add_option("--heads", to.baseline.n_heads, "Attention heads (attention baseline)")->check(CLI::Range(1, 64));
   train->add_option("--n-layers", to.model.n_layers, "Mamba blocks")->check(CLI::Range(1, 64));
   train->add_option("--d-state", to.model.d_state, "SSM state size N")->check(CLI::Range(1, 256));
   train->add_option("--d-conv", to.model.d_conv, "Causal conv width")->check(CLI::Range(1, 64));
@@ -284,9 +134,15 @@ int main(int argc, char** argv) {
       ->required();
   exportc->add_option("-o,--out", export_out, "Output weights file")->required();
 
+  const std::vector<Command> commands = {add_compare_command(app), add_sweep_command(app), add_sample_command(app),
+                                         add_study_sampling_command(app), add_transfer_command(app)};
+
   CLI11_PARSE(app, argc, argv);
 
   try {
+    for (const Command& c : commands) {
+      if (c.app->parsed()) return c.run();
+    }
     if (info->parsed()) {
       Dataset d = info_data.load(isatty(fileno(stderr)));
       if (info_json_path == "-") {
@@ -323,7 +179,7 @@ int main(int argc, char** argv) {
       TrainResult r = train_cost_model(d, s, to);
       std::fprintf(stderr, "trained %zu epochs in %.1f s; best epoch %d (valid top-1 %.4f); model: %s/best.tclm\n",
                    r.log.size(), r.seconds, r.best_epoch, r.best_valid_top1, out_dir.c_str());
-      MambaCostModel model = load_cost_model(r.best, "best model");
+      CostModel model = load_cost_model(r.best, "best model");
       std::vector<TaskResult> per_task;
       auto reports = evaluate_rankings(d, s.test, [&](const std::vector<uint32_t>& p) {
         return predict_programs(model, d, p);
@@ -342,13 +198,23 @@ int main(int argc, char** argv) {
     if (eval->parsed()) {
       set_threads(eval_threads);
       WeightsFile w = load_weights(eval_model);
-      CostModelEngine engine(w, eval_model);
+      if (w.model_kind != kMambaModelKind && eval_backend == "engine") {
+        std::fprintf(stderr, "note: the inference engine runs Mamba models only; scoring this %s model with libtorch\n",
+                     w.model_kind.c_str());
+        eval_backend = "torch";
+      }
+      std::optional<CostModelEngine> engine;
+      CostModel model;
+      if (eval_backend == "torch") {
+        model = load_cost_model(w, eval_model);
+      } else {
+        engine.emplace(w, eval_model);
+        engine->set_threads(eval_threads);
+      }
       const std::string used = apply_model_split(w.metadata_json, *eval, &eval_data);
       if (!used.empty()) std::fprintf(stderr, "using the model's split (%s); options given here override it\n", used.c_str());
-      engine.set_threads(eval_threads);
-      MambaCostModel model = eval_backend == "torch" ? load_cost_model(w, eval_model) : MambaCostModel(nullptr);
       Dataset d = eval_data.load(isatty(fileno(stderr)));
-      engine.set_max_steps(d.max_steps());
+      if (engine) engine->set_max_steps(d.max_steps());
       std::vector<uint32_t> tasks;
       if (eval_all) {
         SplitOptions so = eval_data.split_options();
@@ -365,7 +231,7 @@ int main(int argc, char** argv) {
       auto reports = evaluate_rankings(d, tasks, [&](const std::vector<uint32_t>& p) {
         if (eval_backend == "torch") return predict_programs(model, d, p);
         std::vector<float> scores(p.size());
-        engine.predict_views(p.size(), [&](size_t i, std::vector<StepView>* v) { d.steps(p[i], v); }, scores.data());
+        engine->predict_views(p.size(), [&](size_t i, std::vector<StepView>* v) { d.steps(p[i], v); }, scores.data());
         return scores;
       }, &per_task);
       std::cout << format_reports(reports);
@@ -377,9 +243,20 @@ int main(int argc, char** argv) {
     if (predict->parsed()) {
       set_threads(pred_threads);
       WeightsFile w = load_weights(pred_model);
-      CostModelEngine engine(w, pred_model);  // refuses another kind or feature version
-      engine.set_threads(pred_threads);
-      engine.set_max_steps(pred_max_steps);
+      if (w.model_kind != kMambaModelKind && pred_backend == "engine") {
+        std::fprintf(stderr, "note: the inference engine runs Mamba models only; scoring this %s model with libtorch\n",
+                     w.model_kind.c_str());
+        pred_backend = "torch";
+      }
+      std::optional<CostModelEngine> engine;
+      CostModel model;
+      if (pred_backend == "torch") {
+        model = load_cost_model(w, pred_model);  // refuses another feature version
+      } else {
+        engine.emplace(w, pred_model);  // refuses another kind or feature version
+        engine->set_threads(pred_threads);
+        engine->set_max_steps(pred_max_steps);
+      }
       // Every well-formed record is scored, failed measurements included (a tuner scores
       // unmeasured candidates); malformed lines are skipped and reported.
       std::vector<MeasureRecord> records;
@@ -397,9 +274,8 @@ int main(int argc, char** argv) {
         std::vector<std::vector<TransformStep>> programs;
         programs.reserve(records.size());
         for (auto& r : records) programs.push_back(r.steps);
-        scores = engine.predict_programs(programs);
+        scores = engine->predict_programs(programs);
       } else {
-        MambaCostModel model = load_cost_model(w, pred_model);
         torch::NoGradGuard no_grad;
         const size_t B = 4096;
         for (size_t i = 0; i < records.size(); i += B) {

@@ -3,10 +3,8 @@
 #include "model/mamba.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <cmath>
-#include <map>
 #include <string_view>
 #include <unordered_set>
 
@@ -15,7 +13,6 @@
 namespace tclm {
 namespace {
 
-constexpr const char* kModelKind = kMambaModelKind;  // WeightsFile::model_kind of this model
 constexpr double kLayerNormEps = 1e-5;  // upstream Mamba's norm epsilon
 
 // Mamba's dt initialisation (reference-notes §3.3, upstream defaults).
@@ -23,8 +20,6 @@ constexpr double kDtMin = 1e-3;        // dt ~ exp(U(log dt_min, log dt_max))
 constexpr double kDtMax = 1e-1;
 constexpr double kDtInitFloor = 1e-4;  // dt clamped from below before inverse softplus
 constexpr double kDtScale = 1.0;       // dt_proj.weight ~ U(-dt_scale / sqrt(dt_rank), +...)
-
-std::string shape_str(torch::IntArrayRef shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -106,14 +101,7 @@ MambaCostModelImpl::MambaCostModelImpl(const MambaConfig& cfg) : cfg_(cfg) {
 }
 
 torch::Tensor MambaCostModelImpl::embed(const torch::Tensor& x, const torch::Tensor& mask) {
-  if (x.dim() != 3 || x.size(2) != cfg_.n_features) {
-    throw Error(fmt::format("MambaCostModel: features must be [batch, n_steps, {}], got {}",
-                            cfg_.n_features, shape_str(x.sizes())));
-  }
-  if (mask.dim() != 2 || mask.size(0) != x.size(0) || mask.size(1) != x.size(1)) {
-    throw Error(fmt::format("MambaCostModel: mask must be [{}, {}], got {}", x.size(0), x.size(1),
-                            shape_str(mask.sizes())));
-  }
+  check_cost_model_inputs(x, mask, cfg_.n_features, "MambaCostModel");
   const torch::Tensor real = mask > 0;                         // {B, L}
   const torch::Tensor pad = real.logical_not().unsqueeze(-1);  // {B, L, 1}
   // Padding rows are zeroed first so that even NaN garbage there cannot leak into real steps' gradients.
@@ -124,39 +112,26 @@ torch::Tensor MambaCostModelImpl::embed(const torch::Tensor& x, const torch::Ten
   return h.sum(1) / n_real;  // {B, d_model}
 }
 
+torch::Tensor MambaCostModelImpl::head(const torch::Tensor& p) {
+  return head2_(torch::relu(head1_(dropout_(p)))).squeeze(-1);  // {B}
+}
+
 torch::Tensor MambaCostModelImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
-  const torch::Tensor p = dropout_(embed(x, mask));
-  return head2_(torch::relu(head1_(p))).squeeze(-1);  // {B}
+  return head(embed(x, mask));
 }
 
-std::vector<torch::Tensor> MambaCostModelImpl::no_decay_parameters() {
-  std::vector<torch::Tensor> out;
-  for (const auto& p : named_parameters(/*recurse=*/true)) {
-    if (is_no_decay(p.key())) out.push_back(p.value());
-  }
-  return out;
-}
-
-std::vector<torch::Tensor> MambaCostModelImpl::decay_parameters() {
-  std::vector<torch::Tensor> out;
-  for (const auto& p : named_parameters(/*recurse=*/true)) {
-    if (!is_no_decay(p.key())) out.push_back(p.value());
-  }
-  return out;
-}
-
-bool MambaCostModelImpl::is_no_decay(const std::string& name) {
+bool MambaCostModelImpl::is_no_decay(const std::string& name) const {
   return ends_with(name, ".bias") || ends_with(name, ".A_log") || ends_with(name, ".D") ||
          starts_with(name, "norms.") || starts_with(name, "norm_f.");
 }
 
 // ---- initialisation
 
-void init_mamba_weights(MambaCostModel& model) {
+void MambaCostModelImpl::init_weights() {
   torch::NoGradGuard no_grad;
-  const MambaConfig& cfg = model->config();
+  const MambaConfig& cfg = cfg_;
   std::unordered_set<const torch::nn::Module*> dt_projs;
-  for (const auto& module : model->modules(/*include_self=*/false)) {
+  for (const auto& module : modules(/*include_self=*/false)) {
     auto* mixer = dynamic_cast<MambaMixerImpl*>(module.get());
     if (mixer == nullptr) continue;
     dt_projs.insert(mixer->dt_proj.get());
@@ -177,67 +152,10 @@ void init_mamba_weights(MambaCostModel& model) {
     mixer->out_proj->weight.div_(std::sqrt(static_cast<double>(cfg.n_layers)));
   }
   // Upstream zeroes every other Linear bias (embedding and head included); weights keep torch defaults.
-  for (const auto& module : model->modules(/*include_self=*/false)) {
+  for (const auto& module : modules(/*include_self=*/false)) {
     auto* linear = dynamic_cast<torch::nn::LinearImpl*>(module.get());
     if (linear == nullptr || dt_projs.count(linear) != 0 || !linear->bias.defined()) continue;
     linear->bias.zero_();
-  }
-}
-
-// ---- weights file
-
-void export_to_weights(MambaCostModel& model, WeightsFile* out) {
-  out->model_kind = kModelKind;
-  out->config_json = model->config().to_json();
-  out->tensors.clear();
-  for (const auto& p : model->named_parameters(/*recurse=*/true)) {
-    const torch::Tensor t = p.value().detach().to(torch::kCPU, torch::kFloat32).contiguous();
-    const float* data = t.data_ptr<float>();
-    out->tensors.push_back(NamedTensor{p.key(), t.sizes().vec(), std::vector<float>(data, data + t.numel())});
-  }
-}
-
-void load_into_model(const WeightsFile& weights, MambaCostModel& model) {
-  if (weights.model_kind != kModelKind) {
-    throw Error(
-        fmt::format("weights: model kind is \"{}\", expected \"{}\"", weights.model_kind, kModelKind));
-  }
-  std::map<std::string, const NamedTensor*> by_name;
-  for (const NamedTensor& t : weights.tensors) {
-    if (!by_name.emplace(t.name, &t).second) {
-      throw Error(fmt::format("weights: tensor \"{}\" appears twice", t.name));
-    }
-  }
-  // Check everything before copying anything, so a failed load leaves the model untouched.
-  const auto params = model->named_parameters(/*recurse=*/true);
-  for (const auto& p : params) {
-    const auto it = by_name.find(p.key());
-    if (it == by_name.end()) {
-      throw Error(fmt::format("weights: missing tensor \"{}\" (model config {})", p.key(),
-                              model->config().to_json()));
-    }
-    const NamedTensor& t = *it->second;
-    if (torch::IntArrayRef(t.shape) != p.value().sizes()) {
-      throw Error(fmt::format("weights: tensor \"{}\" has shape {} but the model expects {}", p.key(),
-                              shape_str(t.shape), shape_str(p.value().sizes())));
-    }
-    if (static_cast<int64_t>(t.data.size()) != p.value().numel()) {
-      throw Error(fmt::format("weights: tensor \"{}\" has {} values for shape {}", p.key(), t.data.size(),
-                              shape_str(t.shape)));
-    }
-  }
-  for (const NamedTensor& t : weights.tensors) {
-    if (params.find(t.name) == nullptr) {
-      throw Error(fmt::format("weights: unknown tensor \"{}\" for a Mamba model (config {})", t.name,
-                              model->config().to_json()));
-    }
-  }
-  torch::NoGradGuard no_grad;
-  for (const auto& p : params) {
-    const NamedTensor& t = *by_name.at(p.key());
-    const torch::Tensor src =
-        torch::from_blob(const_cast<float*>(t.data.data()), t.shape, torch::kFloat32);
-    p.value().copy_(src);
   }
 }
 

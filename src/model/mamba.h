@@ -17,6 +17,7 @@
 #include <string>
 #include <torch/torch.h>
 
+#include "model/cost_model.h"
 #include "tclm/model_config.h"  // MambaConfig
 #include "tclm/weights.h"
 
@@ -60,19 +61,28 @@ class MambaMixerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(MambaMixer);
 
-class MambaCostModelImpl : public torch::nn::Module {
+class MambaCostModelImpl : public CostModelImpl {
  public:
   explicit MambaCostModelImpl(const MambaConfig& cfg);
   /// x [B, L, F] float32, mask [B, L] float32 (1/0) -> scores [B] (higher = faster).
   /// Padding rows are ignored whatever they hold (they are zeroed on input and masked in pooling). A row
   /// with no real step pools to the zero vector. Throws tclm::Error on wrong shapes.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) override;
   /// The pooled representation [B, d_model] (before dropout and the head): embeddings for the sampler.
-  torch::Tensor embed(const torch::Tensor& x, const torch::Tensor& mask);
+  torch::Tensor embed(const torch::Tensor& x, const torch::Tensor& mask) override;
+  /// The head on a pooled representation p [B, d_model] (dropout, Linear, ReLU, Linear) -> [B];
+  /// forward(x, mask) = head(embed(x, mask)).
+  torch::Tensor head(const torch::Tensor& p);
+  std::string kind() const override { return kMambaModelKind; }
+  std::string config_json() const override { return cfg_.to_json(); }
+  int n_features() const override { return cfg_.n_features; }
+  /// Mamba's official initialisation (init_mamba_weights).
+  void init_weights() override;
   const MambaConfig& config() const { return cfg_; }
-  /// Parameters without weight decay (A_log, D, norms, biases), and the rest.
-  std::vector<torch::Tensor> no_decay_parameters();
-  std::vector<torch::Tensor> decay_parameters();
+
+ protected:
+  /// A_log, D, norms and biases.
+  bool is_no_decay(const std::string& name) const override;
 
  private:
   MambaConfig cfg_;
@@ -85,7 +95,6 @@ class MambaCostModelImpl : public torch::nn::Module {
   // The same modules as norms_ / mixers_, registered as "norms" / "mixers" so that parameter names read
   // "norms.0.weight", "mixers.0.in_proj.weight" (register_module names cannot contain dots).
   torch::nn::ModuleList norms_list_{nullptr}, mixers_list_{nullptr};
-  static bool is_no_decay(const std::string& name);
 };
 TORCH_MODULE(MambaCostModel);
 
@@ -93,14 +102,10 @@ TORCH_MODULE(MambaCostModel);
 /// log(1..N), D = 1, dt_proj weight U(-R^-1/2, R^-1/2) and bias = softplus^-1(dt), dt log-uniform in
 /// [1e-3, 1e-1] floored at 1e-4, out_proj kaiming-uniform(a=sqrt 5) / sqrt(n_layers), every other Linear
 /// bias zero (embedding and head included); other weights keep torch's default initialisation.
-void init_mamba_weights(MambaCostModel& model);
+inline void init_mamba_weights(MambaCostModel& model) { model->init_weights(); }
 
-/// Parameters <-> weights file (names = torch parameter names, e.g. "mixers.0.in_proj.weight").
-/// export_to_weights sets model_kind "mamba", config_json and tensors (feature_version and metadata are
-/// the caller's). load_into_model expects a model built from MambaConfig::from_json(config_json); it
-/// throws tclm::Error on another model kind, a missing, duplicated or unknown tensor, or a shape mismatch,
-/// and then leaves the model unchanged.
-void export_to_weights(MambaCostModel& model, WeightsFile* out);
-void load_into_model(const WeightsFile& weights, MambaCostModel& model);
+/// Holder conveniences for the generic functions of model/cost_model.h.
+inline void export_to_weights(MambaCostModel& model, WeightsFile* out) { export_to_weights(*model, out); }
+inline void load_into_model(const WeightsFile& weights, MambaCostModel& model) { load_into_model(weights, *model); }
 
 }  // namespace tclm

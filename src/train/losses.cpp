@@ -33,6 +33,32 @@ torch::Tensor lambdarank_loss(const torch::Tensor& scores, const torch::Tensor& 
   return per_row.sum() / has_pairs.sum().clamp_min(1.0);
 }
 
+namespace {
+
+/// Scores standardized within each row over the real entries: (s - mean) / std (std floored at 1e-6).
+torch::Tensor standardize_rows(const torch::Tensor& s, const torch::Tensor& real) {
+  const auto m = real.to(s.dtype());
+  const auto n = m.sum(1, /*keepdim=*/true).clamp_min(1.0);
+  const auto mean = (s * m).sum(1, true) / n;
+  const auto var = ((s - mean).pow(2) * m).sum(1, true) / n;
+  return (s - mean) / (var + 1e-12).sqrt().clamp_min(1e-6);
+}
+
+}  // namespace
+
+torch::Tensor listwise_distill_loss(const torch::Tensor& student, const torch::Tensor& teacher,
+                                    const torch::Tensor& mask, double temperature) {
+  const auto real = mask > 0;
+  const auto pad = real.logical_not();
+  const auto tz = standardize_rows(teacher.detach(), real);
+  const auto sz = standardize_rows(student, real);
+  const auto t = torch::log_softmax((tz / temperature).masked_fill(pad, -1e30), 1);
+  const auto s = torch::log_softmax((sz / temperature).masked_fill(pad, -1e30), 1);
+  const auto per_entry = (t.exp() * (t - s)).masked_fill(pad, 0.0);
+  const auto rows = (real.sum(1) >= 2).to(student.dtype());
+  return (per_entry.sum(1) * rows).sum() / rows.sum().clamp_min(1.0) * (temperature * temperature);
+}
+
 torch::Tensor mse_loss(const torch::Tensor& scores, const torch::Tensor& labels, const torch::Tensor& mask) {
   auto d = (scores - labels) * mask;
   return (d * d).sum() / mask.sum().clamp_min(1.0);

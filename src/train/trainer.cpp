@@ -13,6 +13,7 @@
 
 #include "common/bytes.h"
 #include "tclm/error.h"
+#include "train/batches.h"
 #include "train/losses.h"
 
 namespace tclm {
@@ -21,87 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// One group = programs of one task; one batch = groups of one platform.
-struct Batch {
-  std::vector<std::vector<uint32_t>> groups;
-};
-
-std::vector<Batch> make_batches(const Dataset& data, const std::vector<uint32_t>& tasks, const TrainOptions& o,
-                                std::mt19937_64& rng) {
-  std::map<int, std::vector<std::vector<uint32_t>>> groups_by_platform;
-  for (uint32_t t : tasks) {
-    std::vector<uint32_t> progs = data.tasks()[t].programs;
-    std::shuffle(progs.begin(), progs.end(), rng);
-    const size_t n = progs.size();
-    const size_t n_chunks = (n + o.group_size - 1) / o.group_size;
-    for (size_t c = 0; c < n_chunks; ++c) {
-      size_t b = c * n / n_chunks, e = (c + 1) * n / n_chunks;
-      if (e - b < 2) continue;  // a single program has no pair to rank
-      groups_by_platform[data.tasks()[t].platform].emplace_back(progs.begin() + b, progs.begin() + e);
-    }
-  }
-  std::vector<Batch> batches;
-  const size_t groups_per_batch = std::max<size_t>(1, o.batch_size / o.group_size);
-  for (auto& [platform, groups] : groups_by_platform) {
-    // Shuffle, then order by length so that a batch holds groups of similar program length: the
-    // batch is padded to its longest program, and sequence lengths range from ~5 to ~70 steps.
-    // The order of batches is shuffled below, so epochs still visit lengths at random.
-    std::shuffle(groups.begin(), groups.end(), rng);
-    auto longest = [&](const std::vector<uint32_t>& g) {
-      int m = 0;
-      for (uint32_t p : g) m = std::max(m, data.num_steps(p));
-      return m;
-    };
-    std::vector<int> len(groups.size());
-    for (size_t i = 0; i < groups.size(); ++i) len[i] = longest(groups[i]);
-    std::vector<size_t> order(groups.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return len[a] < len[b]; });
-    std::vector<std::vector<uint32_t>> sorted;
-    sorted.reserve(groups.size());
-    for (size_t i : order) sorted.push_back(std::move(groups[i]));
-    groups = std::move(sorted);
-    for (size_t i = 0; i < groups.size(); i += groups_per_batch) {
-      Batch b;
-      for (size_t j = i; j < std::min(groups.size(), i + groups_per_batch); ++j) b.groups.push_back(std::move(groups[j]));
-      batches.push_back(std::move(b));
-    }
-  }
-  std::shuffle(batches.begin(), batches.end(), rng);
-  return batches;
-}
-
-// Features of a batch, plus [T, G] labels and mask for the loss.
-struct BatchTensors {
-  torch::Tensor x, mask, labels, label_mask;
-  std::vector<int64_t> index;  // flat program position -> T*G position
-  int64_t n = 0;
-};
-
-BatchTensors to_tensors(const Dataset& data, const Batch& b, int group_size) {
-  std::vector<uint32_t> programs;
-  BatchTensors t;
-  const int64_t T = static_cast<int64_t>(b.groups.size());
-  std::vector<float> labels(T * group_size, 0.0f), lmask(T * group_size, 0.0f);
-  for (int64_t g = 0; g < T; ++g) {
-    for (size_t j = 0; j < b.groups[g].size(); ++j) {
-      programs.push_back(b.groups[g][j]);
-      t.index.push_back(g * group_size + static_cast<int64_t>(j));
-      labels[g * group_size + j] = data.label(b.groups[g][j]);
-      lmask[g * group_size + j] = 1.0f;
-    }
-  }
-  std::vector<float> x, mask;
-  const int L = data.featurize(programs, &x, &mask);
-  const int64_t n = static_cast<int64_t>(programs.size());
-  t.n = n;
-  t.x = torch::from_blob(x.data(), {n, L, kStepFeatureDim}, torch::kFloat32).clone();
-  t.mask = torch::from_blob(mask.data(), {n, L}, torch::kFloat32).clone();
-  t.labels = torch::from_blob(labels.data(), {T, group_size}, torch::kFloat32).clone();
-  t.label_mask = torch::from_blob(lmask.data(), {T, group_size}, torch::kFloat32).clone();
-  return t;
-}
 
 double lr_at(const TrainOptions& o, int64_t step, int64_t total) {
   const auto warm = std::max<int64_t>(1, static_cast<int64_t>(o.warmup_fraction * total));
@@ -141,46 +61,50 @@ void set_threads(int threads) {
   torch::set_num_threads(n);
 }
 
-std::vector<float> predict_programs(MambaCostModel& model, const Dataset& data,
+std::vector<float> predict_programs(CostModelImpl& model, const Dataset& data,
                                     const std::vector<uint32_t>& programs, int batch) {
   torch::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
+  const bool was_training = model.is_training();
+  model.eval();
   std::vector<float> out;
   out.reserve(programs.size());
   std::vector<float> x, mask;
-  for (size_t i = 0; i < programs.size(); i += batch) {
-    std::vector<uint32_t> chunk(programs.begin() + i, programs.begin() + std::min(programs.size(), i + batch));
+  for (size_t i = 0; i < programs.size();) {
+    // A chunk: up to `batch` programs of one platform (multi-platform models pick a head per platform).
+    const int platform = data.tasks()[data.task_of(programs[i])].platform;
+    size_t e = i + 1;
+    while (e < programs.size() && e - i < static_cast<size_t>(batch) &&
+           data.tasks()[data.task_of(programs[e])].platform == platform) {
+      ++e;
+    }
+    std::vector<uint32_t> chunk(programs.begin() + i, programs.begin() + e);
+    i = e;
+    model.set_platform(platform);
     const int L = data.featurize(chunk, &x, &mask);
     const auto n = static_cast<int64_t>(chunk.size());
     auto xt = torch::from_blob(x.data(), {n, L, kStepFeatureDim}, torch::kFloat32);
     auto mt = torch::from_blob(mask.data(), {n, L}, torch::kFloat32);
-    auto s = model->forward(xt, mt).contiguous();
+    auto s = model.forward(xt, mt).contiguous();
     out.insert(out.end(), s.data_ptr<float>(), s.data_ptr<float>() + n);
   }
-  if (was_training) model->train();
+  if (was_training) model.train();
   return out;
 }
 
-MambaCostModel load_cost_model(const WeightsFile& w, const std::string& name) {
-  if (w.model_kind != "mamba") {
-    throw Error(fmt::format("{}: model kind '{}' is not supported here (expected 'mamba')", name, w.model_kind));
+CostModel make_cost_model(const TrainOptions& o, int n_platforms) {
+  if (o.model_kind == kMultiHeadModelKind) {
+    MambaConfig m = o.model;
+    m.n_features = kStepFeatureDim;
+    return make_cost_model(o.model_kind, fmt::format("{{\"mamba\": {}, \"platforms\": {}}}", m.to_json(), n_platforms));
   }
-  if (w.feature_version != kFeatureVersion) {
-    throw Error(fmt::format(
-        "{}: the model was trained on feature encoding v{}, but this tclm encodes steps as v{}; "
-        "retrain the model with this version (tclm train) or use the tclm release that made it",
-        name, w.feature_version, kFeatureVersion));
+  if (o.model_kind == kMambaModelKind) {
+    MambaConfig m = o.model;
+    m.n_features = kStepFeatureDim;
+    return make_cost_model(o.model_kind, m.to_json());
   }
-  MambaConfig cfg = MambaConfig::from_json(w.config_json);
-  if (cfg.n_features != kStepFeatureDim) {
-    throw Error(fmt::format("{}: model expects {} features per step, the encoding has {}", name,
-                            cfg.n_features, kStepFeatureDim));
-  }
-  MambaCostModel model(cfg);
-  load_into_model(w, model);
-  model->eval();
-  return model;
+  BaselineConfig b = o.baseline;
+  b.n_features = kStepFeatureDim;
+  return make_cost_model(o.model_kind, b.resolved(o.model_kind).to_json(), kStepFeatureDim);
 }
 
 TrainResult train_cost_model(const Dataset& data, const Split& split, const TrainOptions& o_in) {
@@ -194,8 +118,8 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
   torch::manual_seed(o.seed);
   std::mt19937_64 rng(o.seed ^ 0x5eedULL);
 
-  MambaCostModel model(o.model);
-  init_mamba_weights(model);
+  CostModel model = make_cost_model(o, static_cast<int>(data.platforms().size()));
+  if (o.init) load_into_model(*o.init, *model);
   std::vector<torch::optim::OptimizerParamGroup> param_groups;
   param_groups.emplace_back(model->decay_parameters(),
                             std::make_unique<torch::optim::AdamOptions>(torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay)));
@@ -227,17 +151,15 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
     auto t0 = Clock::now();
     model->train();
-    auto batches = make_batches(data, split.train, o, rng);
+    auto batches = make_batches(data, split.train, o.batch_size, o.group_size, rng);
     double loss_sum = 0;
     int64_t seen = 0;
     for (size_t bi = 0; bi < batches.size(); ++bi) {
       BatchTensors bt = to_tensors(data, batches[bi], o.group_size);
       const double lr = lr_at(o, step, total_steps);
       for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
-      auto scores = model->forward(bt.x, bt.mask);
-      auto index = torch::tensor(bt.index, torch::kInt64);
-      auto grid = torch::zeros({bt.labels.numel()}, scores.options()).index_put({index}, scores)
-                      .view(bt.labels.sizes());
+      model->set_platform(data.tasks()[data.task_of(batches[bi].groups.front().front())].platform);
+      auto grid = bt.to_grid(model->forward(bt.x, bt.mask));
       auto loss = o.loss == "mse" ? mse_loss(grid, bt.labels, bt.label_mask)
                                   : lambdarank_loss(grid, bt.labels, bt.label_mask);
       check_finite(loss, epoch, step);
@@ -256,7 +178,7 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
     }
     const double train_seconds = since(t0);
     auto reports = evaluate_rankings(data, valid_tasks, [&](const std::vector<uint32_t>& progs) {
-      return predict_programs(model, data, progs);
+      return predict_programs(*model, data, progs);
     });
     const RankingReport& all = reports.back();
     EpochLog e;
@@ -279,7 +201,7 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
       result.best_valid_top1 = e.valid_top1;
       result.best_epoch = epoch;
       result.best = WeightsFile{};
-      export_to_weights(model, &result.best);
+      export_to_weights(*model, &result.best);
       result.best.feature_version = kFeatureVersion;
       result.best.metadata_json = fmt::format(
           "{{\"epoch\": {}, \"valid_top1\": {:.6f}, \"valid_top5\": {:.6f}, \"loss\": \"{}\", \"seed\": {}, "
@@ -294,7 +216,7 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
     }
     if (!o.out_dir.empty()) {
       WeightsFile ckpt;
-      export_to_weights(model, &ckpt);
+      export_to_weights(*model, &ckpt);
       ckpt.feature_version = kFeatureVersion;
       ckpt.metadata_json = fmt::format("{{\"epoch\": {}, \"checkpoint\": true}}", epoch);
       save_weights(ckpt, (std::filesystem::path(o.out_dir) / "checkpoint.tclm").string());

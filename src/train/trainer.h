@@ -9,17 +9,23 @@
 // few slowest tasks and barely moves), ties broken by validation pairwise accuracy. Deterministic for a given seed and thread count.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "model/baselines.h"
+#include "model/cost_model.h"
 #include "model/mamba.h"
+#include "model/multi_head.h"
 #include "tclm/dataset.h"
 #include "tclm/evaluation.h"
 
 namespace tclm {
 
 struct TrainOptions {
-  MambaConfig model;               // n_features is set from the feature encoding
+  std::string model_kind = "mamba";// a kind of cost_model_kinds(), or "mamba-mtl" (one head per platform)
+  MambaConfig model;               // the Mamba's hyper-parameters (n_features is set from the encoding)
+  BaselineConfig baseline;         // a baseline's (model_kind attention | lstm | mlp)
   std::string loss = "lambdarank"; // "lambdarank" | "mse"
   int epochs = 30;
   int batch_size = 1024;           // programs per batch
@@ -35,6 +41,8 @@ struct TrainOptions {
   std::string out_dir;             // checkpoint.tclm, best.tclm, train_log.json (empty: keep in memory)
   bool progress = true;            // progress display on stderr
   std::string metadata_json = "{}";// extra metadata stored in the weights file ("data" etc.)
+  std::shared_ptr<const WeightsFile> init;  // start from these weights (fine-tuning) instead of the
+                                            // model's initialisation; its kind and shapes must match
 };
 
 struct EpochLog {
@@ -58,12 +66,22 @@ struct TrainResult {
 
 TrainResult train_cost_model(const Dataset& data, const Split& split, const TrainOptions& options);
 
-/// Scores programs with a model (eval mode, no gradients), in batches of `batch` programs.
-std::vector<float> predict_programs(MambaCostModel& model, const Dataset& data,
-                                    const std::vector<uint32_t>& programs, int batch = 4096);
+/// The untrained model `options` describe (kind, hyper-parameters, n_features of the encoding),
+/// initialised from torch's current seed.
+/// n_platforms: heads of a multi-platform model (model_kind "mamba-mtl"); ignored otherwise.
+CostModel make_cost_model(const TrainOptions& options, int n_platforms = 1);
 
-/// Builds a model from a weights file, refusing another kind or feature-encoding version.
-MambaCostModel load_cost_model(const WeightsFile& weights, const std::string& name_for_errors);
+/// Scores programs with a model (eval mode, no gradients), in batches of `batch` programs.
+std::vector<float> predict_programs(CostModelImpl& model, const Dataset& data,
+                                    const std::vector<uint32_t>& programs, int batch = 4096);
+inline std::vector<float> predict_programs(const CostModel& model, const Dataset& data,
+                                           const std::vector<uint32_t>& programs, int batch = 4096) {
+  return predict_programs(*model, data, programs, batch);
+}
+inline std::vector<float> predict_programs(MambaCostModel& model, const Dataset& data,
+                                           const std::vector<uint32_t>& programs, int batch = 4096) {
+  return predict_programs(*model, data, programs, batch);
+}
 
 /// Sets libtorch's intra-op threads (0 = all cores).
 void set_threads(int threads);

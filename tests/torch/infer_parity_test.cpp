@@ -170,7 +170,7 @@ TEST(InferParity, ThroughAWeightsFileOnDisk) {
   save_weights(to_weights(model), dir.file("m.tclm"));
   const CostModelEngine engine = CostModelEngine::load(dir.file("m.tclm"));
   // And the libtorch model loaded from the same file (the CLI's path).
-  MambaCostModel loaded = load_cost_model(load_weights(dir.file("m.tclm")), "m.tclm");
+  CostModel loaded = load_cost_model(load_weights(dir.file("m.tclm")), "m.tclm");
   const Dataset& d = k80();
   const std::vector<uint32_t> progs = sample_programs();
   const std::vector<float> want = predict_programs(loaded, d, progs);

@@ -28,7 +28,7 @@ TEST(Learning, BeatsRandomRankingOnHeldOutWorkloads) {
   // The training loss must fall (LambdaRank, averaged over groups).
   EXPECT_LT(r.log.back().train_loss, 0.8 * r.log.front().train_loss);
 
-  MambaCostModel model = load_cost_model(r.best, "best");
+  CostModel model = load_cost_model(r.best, "best");
   auto reports = evaluate_rankings(d, s.test, [&](const std::vector<uint32_t>& p) {
     return predict_programs(model, d, p);
   });

@@ -1,0 +1,315 @@
+// distill/ckd.cpp: continual knowledge distillation (see ckd.h).
+#include "distill/ckd.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fmt/format.h>
+#include <functional>
+#include <random>
+
+#include "tclm/error.h"
+#include "train/batches.h"
+#include "train/losses.h"
+#include "train/trainer.h"
+
+namespace tclm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// The active column: a Mamba column (a copy of the KB when built) plus a zero-initialised lateral
+/// connection from the frozen KB's pooled representation into the column's head.
+class ActiveColumnImpl : public torch::nn::Module {
+ public:
+  ActiveColumnImpl(MambaCostModel kb, const WeightsFile& kb_weights) : kb_(std::move(kb)) {
+    column = register_module("column", MambaCostModel(kb_->config()));
+    load_into_model(kb_weights, column);
+    const int64_t d = kb_->config().d_model;
+    lateral = register_module("lateral", torch::nn::Linear(d, d));
+    torch::NoGradGuard ng;
+    lateral->weight.zero_();
+    lateral->bias.zero_();
+  }
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) {
+    torch::Tensor k;
+    {
+      torch::NoGradGuard ng;
+      k = kb_->embed(x, mask);
+    }
+    return column->head(column->embed(x, mask) + lateral(k));
+  }
+  MambaCostModel column{nullptr};
+  torch::nn::Linear lateral{nullptr};
+
+ private:
+  MambaCostModel kb_;  // frozen, not a registered submodule (not trained, not exported)
+};
+TORCH_MODULE(ActiveColumn);
+
+using ScoreFn = std::function<torch::Tensor(const torch::Tensor& x, const torch::Tensor& mask)>;
+
+std::vector<float> score_programs(const ScoreFn& f, const Dataset& data, const std::vector<uint32_t>& programs) {
+  torch::NoGradGuard ng;
+  std::vector<float> out;
+  out.reserve(programs.size());
+  std::vector<float> x, mask;
+  for (size_t i = 0; i < programs.size(); i += 4096) {
+    std::vector<uint32_t> chunk(programs.begin() + i, programs.begin() + std::min(programs.size(), i + 4096));
+    const int L = data.featurize(chunk, &x, &mask);
+    const auto n = static_cast<int64_t>(chunk.size());
+    const auto s = f(torch::from_blob(x.data(), {n, L, kStepFeatureDim}), torch::from_blob(mask.data(), {n, L}))
+                       .contiguous();
+    out.insert(out.end(), s.data_ptr<float>(), s.data_ptr<float>() + n);
+  }
+  return out;
+}
+
+RankingReport evaluate(const ScoreFn& f, const Dataset& data, const std::vector<uint32_t>& tasks) {
+  return evaluate_rankings(data, tasks, [&](const std::vector<uint32_t>& p) { return score_programs(f, data, p); })
+      .back();
+}
+
+struct FitSpec {
+  const char* name;
+  torch::nn::Module* module;          // switched between train() and eval()
+  std::vector<torch::Tensor> params;  // trained (and snapshotted for the best epoch)
+  double lr;
+  int epochs;
+  std::function<torch::Tensor(const BatchTensors&, int epoch)> loss;
+  ScoreFn score;
+};
+
+/// Adam with step decay; early stopping on the validation tasks (best epoch restored). Returns the
+/// validation top-1 (task mean) of every epoch and sets *best_top1.
+std::vector<double> fit(const FitSpec& s, const Dataset& data, const std::vector<uint32_t>& train_tasks,
+                        const std::vector<uint32_t>& valid_tasks, const CkdOptions& o, std::mt19937_64& rng,
+                        double* best_top1) {
+  torch::optim::Adam opt(s.params, torch::optim::AdamOptions(s.lr));
+  std::vector<torch::Tensor> best;
+  double best_t1 = -1, best_pw = -1;
+  std::vector<double> curve;
+  const bool tty = o.progress && isatty(fileno(stderr));
+  for (int epoch = 1; epoch <= s.epochs; ++epoch) {
+    const double lr = s.lr * std::pow(o.lr_gamma, (epoch - 1) / std::max(1, o.lr_step));
+    for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
+    s.module->train();
+    const auto t0 = Clock::now();
+    auto batches = make_batches(data, train_tasks, o.batch_size, o.group_size, rng);
+    double loss_sum = 0;
+    int64_t seen = 0;
+    for (size_t bi = 0; bi < batches.size(); ++bi) {
+      BatchTensors bt = to_tensors(data, batches[bi], o.group_size);
+      torch::Tensor loss = s.loss(bt, epoch);
+      const double v = loss.item<double>();
+      if (!std::isfinite(v)) {
+        throw Error(fmt::format("{}: the loss is {} at epoch {}; lower the learning rate or lambda", s.name, v, epoch));
+      }
+      opt.zero_grad();
+      loss.backward();
+      if (o.grad_clip > 0) torch::nn::utils::clip_grad_norm_(s.params, o.grad_clip);
+      opt.step();
+      loss_sum += v * static_cast<double>(bt.n);
+      seen += bt.n;
+      if (tty) {
+        std::fprintf(stderr, "\r%s epoch %d/%d  batch %zu/%zu  loss %.4f   ", s.name, epoch, s.epochs, bi + 1,
+                     batches.size(), loss_sum / std::max<int64_t>(seen, 1));
+        std::fflush(stderr);
+      }
+    }
+    s.module->eval();
+    const RankingReport r = evaluate(s.score, data, valid_tasks.empty() ? train_tasks : valid_tasks);
+    curve.push_back(r.top1.task_mean);
+    const bool better = r.top1.task_mean > best_t1 + 1e-9 || (r.top1.task_mean > best_t1 - 1e-9 && r.pairwise > best_pw + 1e-6);
+    if (better) {
+      best_t1 = r.top1.task_mean;
+      best_pw = r.pairwise;
+      best.clear();
+      for (const auto& p : s.params) best.push_back(p.detach().clone());
+    }
+    if (o.progress) {
+      std::fprintf(stderr, "%s%s epoch %2d  loss %.5f  valid top-1 %.4f  pairwise %.4f  lr %.1e  %.1f s%s\n",
+                   tty ? "\r" : "", s.name, epoch, loss_sum / std::max<int64_t>(seen, 1), r.top1.task_mean, r.pairwise,
+                   lr, since(t0), better ? "  *" : "");
+    }
+  }
+  {
+    torch::NoGradGuard ng;
+    for (size_t i = 0; i < best.size(); ++i) s.params[i].copy_(best[i]);
+  }
+  s.module->eval();
+  *best_top1 = best_t1;
+  return curve;
+}
+
+}  // namespace
+
+KnowledgeBase::KnowledgeBase(const MambaConfig& cfg_in, uint64_t seed) {
+  MambaConfig cfg = cfg_in;
+  cfg.n_features = kStepFeatureDim;
+  torch::manual_seed(seed);
+  model_ = MambaCostModel(cfg);
+  model_->init_weights();
+  model_->eval();
+}
+
+torch::Tensor KnowledgeBase::ewc_penalty() {
+  torch::Tensor total = torch::zeros({});
+  if (fisher_.empty()) return total;
+  const auto params = model_->parameters();
+  for (size_t i = 0; i < params.size(); ++i) total = total + (fisher_[i] * (params[i] - anchor_[i]).pow(2)).sum();
+  return total;
+}
+
+WeightsFile KnowledgeBase::deployable(const std::string& metadata_json) {
+  WeightsFile w;
+  export_to_weights(*model_, &w);
+  w.feature_version = kFeatureVersion;
+  w.metadata_json = metadata_json;
+  return w;
+}
+
+double KnowledgeBase::fisher_mean() const {
+  double s = 0;
+  int64_t n = 0;
+  for (const auto& f : fisher_) {
+    s += f.sum().item<double>();
+    n += f.numel();
+  }
+  return n ? s / static_cast<double>(n) : 0.0;
+}
+
+struct CkdTrainer {
+  static CkdPhaseLog learn(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
+                           const std::vector<uint32_t>& valid_tasks, const std::string& platform,
+                           const CkdOptions& o) {
+    if (train_tasks.empty()) throw Error("learn_platform(" + platform + "): no training tasks");
+    const int pid = data.tasks()[train_tasks.front()].platform;
+    for (const auto* list : {&train_tasks, &valid_tasks}) {
+      for (uint32_t t : *list) {
+        if (data.tasks()[t].platform != pid) {
+          throw Error(fmt::format("learn_platform({}): tasks of platforms '{}' and '{}' mixed; learn one platform "
+                                  "at a time", platform, data.platforms()[pid], data.platforms()[data.tasks()[t].platform]));
+        }
+      }
+    }
+    std::mt19937_64 rng(o.seed ^ std::hash<std::string>{}(platform));
+    torch::manual_seed(o.seed + kb.learned_.size());
+    CkdPhaseLog log;
+    log.platform = platform;
+    MambaCostModel& model = kb.model_;
+    ScoreFn kb_score = [&](const torch::Tensor& x, const torch::Tensor& m) { return model->forward(x, m); };
+
+    // ---- Phi from the KB's ranking quality on this platform's training data.
+    model->eval();
+    log.kb_pairwise_before = evaluate(kb_score, data, train_tasks).pairwise;
+    if (kb.learned_.empty()) {
+      log.phi = 0.0;
+    } else if (!o.dynamic_phi) {
+      log.phi = 1.0;
+    } else {
+      log.phi = std::max(o.phi_floor, 2.0 * log.kb_pairwise_before - 1.0);
+    }
+
+    // ---- CL: the active column learns the platform, pulled towards the frozen KB by beta * Phi_e.
+    for (auto& p : model->parameters()) p.set_requires_grad(false);
+    ActiveColumn ac(model, kb.deployable("{}"));
+    ScoreFn ac_score = [&](const torch::Tensor& x, const torch::Tensor& m) { return ac->forward(x, m); };
+    auto t0 = Clock::now();
+    FitSpec cl{"CL", ac.get(), ac->parameters(), o.lr_cl, o.epochs_cl,
+               [&](const BatchTensors& bt, int epoch) {
+                 const auto s = bt.to_grid(ac->forward(bt.x, bt.mask));
+                 torch::Tensor loss = lambdarank_loss(s, bt.labels, bt.label_mask);
+                 const double phi_e = log.phi * std::pow(o.phi_decay, epoch - 1);
+                 if (o.beta > 0 && phi_e > 0) {
+                   torch::Tensor teacher;
+                   {
+                     torch::NoGradGuard ng;
+                     teacher = bt.to_grid(model->forward(bt.x, bt.mask));
+                   }
+                   loss = loss + o.beta * phi_e * listwise_distill_loss(s, teacher, bt.label_mask, o.temperature);
+                 }
+                 return loss;
+               },
+               ac_score};
+    log.cl_valid_top1 = fit(cl, data, train_tasks, valid_tasks, o, rng, &log.ac_valid_top1);
+    log.seconds_cl = since(t0);
+    for (auto& p : model->parameters()) p.set_requires_grad(true);
+
+    // ---- KD: the frozen AC teaches the KB; EWC keeps what mattered for earlier platforms.
+    for (auto& p : ac->parameters()) p.set_requires_grad(false);
+    t0 = Clock::now();
+    FitSpec kd{"KD", model.get(), model->parameters(), o.lr_kd, o.epochs_kd,
+               [&](const BatchTensors& bt, int) {
+                 torch::Tensor teacher;
+                 {
+                   torch::NoGradGuard ng;
+                   ac->eval();
+                   teacher = bt.to_grid(ac->forward(bt.x, bt.mask));
+                 }
+                 const auto s = bt.to_grid(model->forward(bt.x, bt.mask));
+                 torch::Tensor loss = listwise_distill_loss(s, teacher, bt.label_mask, o.temperature);
+                 if (o.kd_task_weight > 0) loss = loss + o.kd_task_weight * lambdarank_loss(s, bt.labels, bt.label_mask);
+                 if (o.lambda > 0 && kb.has_fisher()) loss = loss + o.lambda * kb.ewc_penalty();
+                 return loss;
+               },
+               kb_score};
+    log.kd_valid_top1 = fit(kd, data, train_tasks, valid_tasks, o, rng, &log.kb_valid_top1);
+    log.seconds_kd = since(t0);
+
+    // ---- Fisher information of the KB on this platform (empirical, per batch), accumulated.
+    t0 = Clock::now();
+    const auto params = model->parameters();
+    std::vector<torch::Tensor> f_t;
+    for (const auto& p : params) f_t.push_back(torch::zeros_like(p));
+    model->eval();
+    auto batches = make_batches(data, train_tasks, o.batch_size, o.group_size, rng);
+    for (const auto& b : batches) {
+      BatchTensors bt = to_tensors(data, b, o.group_size);
+      model->zero_grad();
+      lambdarank_loss(bt.to_grid(model->forward(bt.x, bt.mask)), bt.labels, bt.label_mask).backward();
+      torch::NoGradGuard ng;
+      for (size_t i = 0; i < params.size(); ++i) {
+        if (params[i].grad().defined()) f_t[i] += params[i].grad().pow(2) / static_cast<double>(batches.size());
+      }
+    }
+    model->zero_grad();
+    {
+      torch::NoGradGuard ng;
+      if (kb.fisher_.empty()) {
+        kb.fisher_ = f_t;
+      } else {
+        for (size_t i = 0; i < params.size(); ++i) kb.fisher_[i] = o.fisher_gamma * kb.fisher_[i] + f_t[i];
+      }
+      kb.anchor_.clear();
+      for (const auto& p : params) kb.anchor_.push_back(p.detach().clone());
+    }
+    log.seconds_fisher = since(t0);
+    log.fisher_mean = kb.fisher_mean();
+    kb.learned_.push_back(platform);
+    return log;
+  }
+};
+
+CkdPhaseLog learn_platform(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
+                           const std::vector<uint32_t>& valid_tasks, const std::string& platform,
+                           const CkdOptions& options) {
+  return CkdTrainer::learn(kb, data, train_tasks, valid_tasks, platform, options);
+}
+
+std::string to_json(const CkdPhaseLog& l) {
+  auto arr = [](const std::vector<double>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{:.6f}", i ? ", " : "", v[i]);
+    return s + "]";
+  };
+  return fmt::format(
+      "{{\"platform\": \"{}\", \"phi\": {:.6f}, \"kb_pairwise_before\": {:.6f}, \"cl_valid_top1\": {}, "
+      "\"kd_valid_top1\": {}, \"ac_valid_top1\": {:.6f}, \"kb_valid_top1\": {:.6f}, \"seconds_cl\": {:.2f}, "
+      "\"seconds_kd\": {:.2f}, \"seconds_fisher\": {:.2f}, \"fisher_mean\": {:.6g}}}",
+      l.platform, l.phi, l.kb_pairwise_before, arr(l.cl_valid_top1), arr(l.kd_valid_top1), l.ac_valid_top1,
+      l.kb_valid_top1, l.seconds_cl, l.seconds_kd, l.seconds_fisher, l.fisher_mean);
+}
+
+}  // namespace tclm

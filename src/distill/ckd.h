@@ -1,0 +1,101 @@
+// distill/ckd.h: continual knowledge distillation across platforms (TCL-SPEC §7; the seed's §2.3).
+//
+// Two models. The knowledge base (KB) is a compact Mamba cost model that holds what every learned
+// platform taught; it is the model deployed for tuning, and its size never changes. The active
+// column (AC) learns the current platform. Platforms are learned one after another, and nothing of
+// an earlier platform but the KB and its EWC state (diagonal Fisher information and anchor
+// parameters, the same shapes as the KB) is carried: no earlier platform's data is needed later.
+//
+// Per platform t (learn_platform):
+//   Phi   = the KB's ranking quality on t's training data, 2 * pairwise_accuracy - 1 (0 for a random
+//           ranking, 1 for a perfect one), floored at phi_floor; 0 for the first platform (the KB has
+//           learned nothing yet); 1 when dynamic_phi is off (ablation). It shrinks the teacher term when
+//           the KB ranks t badly, so that bad prior knowledge cannot cause negative transfer.
+//   CL    the AC starts from the KB's knowledge: its Mamba column is a copy of the KB, plus a lateral
+//         connection from the frozen KB's pooled representation (zero-initialised, so AC = KB at the
+//         start; Progress & Compress, Schwarz et al. 2018). Trained on t's data with
+//           L = LambdaRank(AC) + beta * Phi_e * ListwiseKD(AC <- KB),   Phi_e = Phi * phi_decay^(epoch-1)
+//         The KB is frozen during CL, so the spec's EWC term (which acts on the KB) is zero here.
+//   KD    the AC is frozen; the KB is trained to match it:
+//           L = ListwiseKD(KB <- AC) + kd_task_weight * LambdaRank(KB) + lambda * sum_j F_j (theta_j - theta*_j)^2
+//   EWC   after KD, the diagonal (empirical) Fisher information of the KB on t's data,
+//         F_t = mean over batches of (d LambdaRank / d theta)^2, is accumulated: F <- fisher_gamma * F + F_t,
+//         and the anchors theta* become the KB's current parameters.
+// Both phases: Adam, step decay x lr_gamma every lr_step epochs, batches of whole task groups of one
+// platform, early stopping on the platform's validation tasks (best epoch kept).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/mamba.h"
+#include "tclm/dataset.h"
+#include "tclm/evaluation.h"
+
+namespace tclm {
+
+struct CkdOptions {
+  MambaConfig kb;               // knowledge-base architecture (n_features set from the encoding)
+  double beta = 0.5;            // teacher weight in CL
+  double lambda = 1e4;          // EWC strength in KD (0 = no EWC: the forgetting ablation)
+  double phi_floor = 0.1;       // Phi never drops below this once a platform is learned
+  double phi_decay = 1.0;       // Phi_e = Phi * phi_decay^(epoch - 1) during CL
+  bool dynamic_phi = true;      // false: Phi = 1 (ablation)
+  double fisher_gamma = 1.0;    // F <- fisher_gamma * F + F_t (1 = plain accumulation)
+  double kd_task_weight = 0.0;  // LambdaRank on the labels during KD, besides matching the AC
+  double temperature = 1.0;     // of the listwise distillation
+  double lr_cl = 7e-4, lr_kd = 1e-4;
+  int epochs_cl = 10, epochs_kd = 10;
+  int lr_step = 5;              // epochs between learning-rate steps
+  double lr_gamma = 0.1;        // the step factor
+  int batch_size = 1024, group_size = 64;
+  double grad_clip = 1.0;
+  uint64_t seed = 0;
+  bool progress = true;
+};
+
+/// What is carried from platform to platform.
+class KnowledgeBase {
+ public:
+  /// A fresh KB (Mamba initialisation from `seed`).
+  KnowledgeBase(const MambaConfig& cfg, uint64_t seed);
+  MambaCostModel& model() { return model_; }
+  const std::vector<std::string>& learned() const { return learned_; }
+  bool has_fisher() const { return !fisher_.empty(); }
+  /// sum_j F_j (theta_j - theta*_j)^2 over the KB's parameters (a scalar tensor with gradient);
+  /// zero before the first platform.
+  torch::Tensor ewc_penalty();
+  /// The deployable model: a plain Mamba weights file (kind "mamba"), the KB's size whatever the
+  /// number of platforms. `metadata_json` is stored as is.
+  WeightsFile deployable(const std::string& metadata_json);
+  /// Mean of the accumulated Fisher information (for the log).
+  double fisher_mean() const;
+
+ private:
+  friend struct CkdTrainer;
+  MambaCostModel model_{nullptr};
+  std::vector<torch::Tensor> fisher_, anchor_;  // aligned with model_->parameters()
+  std::vector<std::string> learned_;
+};
+
+struct CkdPhaseLog {
+  std::string platform;
+  double phi = 0;                 // Phi at the start of CL
+  double kb_pairwise_before = 0;  // the KB's pairwise accuracy on the platform's training tasks before CL
+  std::vector<double> cl_valid_top1, kd_valid_top1;  // per epoch (validation task mean)
+  double ac_valid_top1 = 0, kb_valid_top1 = 0;       // best epochs
+  double seconds_cl = 0, seconds_kd = 0, seconds_fisher = 0;
+  double fisher_mean = 0;
+};
+
+/// Learns one platform: Phi, CL, KD, Fisher update (see the top of this file). `train_tasks` and
+/// `valid_tasks` index data.tasks() and must all be of one platform (named `platform` in the log).
+/// Throws tclm::Error if train_tasks is empty, the tasks mix platforms, or the loss diverges.
+CkdPhaseLog learn_platform(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
+                           const std::vector<uint32_t>& valid_tasks, const std::string& platform,
+                           const CkdOptions& options);
+
+/// JSON of a phase log.
+std::string to_json(const CkdPhaseLog& log);
+
+}  // namespace tclm

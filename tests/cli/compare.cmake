@@ -1,0 +1,25 @@
+# cli.compare: tclm compare (two models) and tclm sweep (two configurations) on a small slice, one epoch.
+# Checks that each writes a CSV with one row per run and a Markdown table; prints the row counts.
+file(REMOVE_RECURSE ${OUT})
+execute_process(COMMAND ${TCLM} compare -d k80=${DATA} --models mlp,xgboost --epochs 1 --quiet -o ${OUT}/compare
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "tclm compare failed (${rc}): ${err}")
+endif()
+file(STRINGS ${OUT}/compare/compare.csv compare_lines)
+list(LENGTH compare_lines n_compare)
+math(EXPR n_compare "${n_compare} - 1")
+file(READ ${OUT}/compare/compare.md table)
+if(NOT table MATCHES "\\| mlp \\| 1 \\|" OR NOT table MATCHES "\\| xgboost \\| 1 \\|")
+  message(FATAL_ERROR "compare.md lacks a model row:\n${table}")
+endif()
+file(WRITE ${OUT}/grid.json "{\"base\": {\"d_model\": 16}, \"vary\": {\"d_conv\": [2, 4]}}")
+execute_process(COMMAND ${TCLM} sweep -d k80=${DATA} --grid ${OUT}/grid.json --epochs 1 --quiet -o ${OUT}/sweep
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "tclm sweep failed (${rc}): ${err}")
+endif()
+file(STRINGS ${OUT}/sweep/sweep.csv sweep_lines)
+list(LENGTH sweep_lines n_sweep)
+math(EXPR n_sweep "${n_sweep} - 1")
+message("compare rows: ${n_compare}, sweep rows: ${n_sweep}")

@@ -1,0 +1,99 @@
+// tools/cli_common.cpp: helpers shared by the tclm commands (tools/cli_common.h).
+#include "cli_common.h"
+
+#include <cstdio>
+#include <fmt/format.h>
+#include <simdjson.h>
+
+namespace tclm::cli {
+
+std::string apply_model_split(const std::string& metadata_json, const CLI::App& cmd, DataOptions* d) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(metadata_json).get(doc) != simdjson::SUCCESS) return "";
+  simdjson::dom::element extra;
+  if (doc["extra"].get(extra) != simdjson::SUCCESS) return "";
+  std::string_view split;
+  uint64_t seed;
+  double test, valid;
+  int64_t max_steps;
+  if (extra["split"].get(split) || extra["split_seed"].get(seed) || extra["test_fraction"].get(test) ||
+      extra["valid_fraction"].get(valid)) {
+    return "";
+  }
+  if (cmd.count("--split") == 0) d->split = std::string(split);
+  if (cmd.count("--split-seed") == 0) d->split_seed = seed;
+  if (cmd.count("--test-fraction") == 0) d->test_fraction = test;
+  if (cmd.count("--valid-fraction") == 0) d->valid_fraction = valid;
+  if (cmd.count("--max-steps") == 0 && extra["max_steps"].get(max_steps) == simdjson::SUCCESS) {
+    d->max_steps = static_cast<int>(max_steps);
+  }
+  return fmt::format("split {} seed {} test {} valid {}", d->split, d->split_seed, d->test_fraction, d->valid_fraction);
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      o += fmt::format("\\u{:04x}", static_cast<int>(c));
+    } else {
+      o += c;
+    }
+  }
+  return o;
+}
+
+std::string info_text(const Dataset& d) {
+  std::string s = fmt::format("{:<40} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9}\n", "platform", "records", "programs",
+                              "tasks", "errors", "bad cost", "truncated");
+  for (size_t i = 0; i < d.platforms().size(); ++i) {
+    const auto& p = d.platform_stats()[i];
+    s += fmt::format("{:<40} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9}\n", d.platforms()[i].substr(0, 40), p.records,
+                     p.programs, p.tasks, p.errors, p.bad_costs, p.truncated);
+  }
+  s += "errors: error_no != 0 (kept out); bad cost: error_no 0 but a cost <= 0, non-finite or >= 1e9;\n"
+       "truncated: programs longer than --max-steps (first steps kept)\n\n";
+  s += d.read_stats().report();
+  return s;
+}
+
+std::string info_json(const Dataset& d) {
+  std::string s = "{\"platforms\": [";
+  for (size_t i = 0; i < d.platforms().size(); ++i) {
+    const auto& p = d.platform_stats()[i];
+    std::string codes;
+    for (const auto& [c, n] : p.errors_by_code) codes += fmt::format("{}\"{}\": {}", codes.empty() ? "" : ", ", c, n);
+    s += fmt::format(
+        "{}\n  {{\"name\": \"{}\", \"records\": {}, \"programs\": {}, \"tasks\": {}, \"errors\": {}, "
+        "\"errors_by_code\": {{{}}}, \"bad_costs\": {}, \"truncated\": {}}}",
+        i ? "," : "", json_escape(d.platforms()[i]), p.records, p.programs, p.tasks, p.errors, codes, p.bad_costs,
+        p.truncated);
+  }
+  const auto& r = d.read_stats();
+  s += fmt::format("\n], \"files\": {}, \"lines\": {}, \"records\": {}, \"skipped_lines\": {}, \"skipped_by_reason\": {{",
+                   r.files, r.lines, r.records, r.skipped);
+  bool first = true;
+  for (const auto& [k, v] : r.skipped_by_reason) {
+    s += fmt::format("{}\"{}\": {}", first ? "" : ", ", json_escape(k), v);
+    first = false;
+  }
+  s += "}, \"skipped_examples\": [";
+  for (size_t i = 0; i < r.examples.size(); ++i) s += fmt::format("{}\"{}\"", i ? ", " : "", json_escape(r.examples[i]));
+  return s + "]}\n";
+}
+
+std::string reports_json(const std::vector<RankingReport>& reports) {
+  std::string s = "[";
+  for (size_t i = 0; i < reports.size(); ++i) s += (i ? ",\n " : "") + reports[i].to_json();
+  return s + "]";
+}
+
+void print_split(const Dataset& d, const Split& s) {
+  std::fprintf(stderr, "split: %zu train / %zu valid / %zu test tasks (%lld tasks with < 2 programs left out)\n",
+               s.train.size(), s.valid.size(), s.test.size(), static_cast<long long>(s.too_small));
+}
+
+}  // namespace tclm::cli

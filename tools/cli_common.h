@@ -1,0 +1,124 @@
+// tools/cli_common.h: what the tclm commands share: dataset options, JSON helpers, the split log, and
+// the Command type through which each command file registers itself (tools/cmd_*.cpp).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tclm/dataset.h"
+#include "tclm/error.h"
+#include "tclm/evaluation.h"
+
+#ifndef TCLM_DEFAULT_DATA
+#define TCLM_DEFAULT_DATA "data/records"
+#endif
+
+namespace tclm::cli {
+
+// Options shared by the commands that read a dataset.
+struct DataOptions {
+  std::vector<std::string> sources;
+  std::string cache_dir;
+  int max_steps = kDefaultMaxSteps;
+  double test_fraction = 0.2;
+  double valid_fraction = 0.1;
+  uint64_t split_seed = 0;
+  std::string split = "task";
+
+  void add_to(CLI::App* app, bool with_split) {
+    app->add_option("-d,--data", sources,
+                    "Record source, repeatable: [PLATFORM=]PATH, a file or directory of Ansor records "
+                    "(.json/.log, plain or .gz). PLATFORM names the hardware when the target string does "
+                    "not (e.g. k80=path/to/k80). Default: the embedded data, " TCLM_DEFAULT_DATA "/*");
+    app->add_option("--cache-dir", cache_dir,
+                    "Cache parsed record files here (binary; rebuilt per file when a file changes)");
+    app->add_option("--max-steps", max_steps, "Steps per program kept by the featurizer")->check(CLI::Range(1, 4096));
+    if (with_split) {
+      app->add_option("--test-fraction", test_fraction, "Fraction of workloads (or groups) held out for test")
+          ->check(CLI::Range(0.0, 0.95));
+      app->add_option("--valid-fraction", valid_fraction, "Fraction of workloads (or groups) for validation")
+          ->check(CLI::Range(0.0, 0.95));
+      app->add_option("--split-seed", split_seed, "Seed of the task split (hash-based, order independent)");
+      app->add_option("--split", split,
+                      "Unit held out: 'task' (workload key, on every platform at once) or 'group' (a whole "
+                      "data directory / network, e.g. tvm_ansor_bench/<net>)")
+          ->check(CLI::IsMember({"task", "group"}));
+    }
+  }
+
+  std::vector<DataSource> resolve() const {
+    std::vector<DataSource> out;
+    if (sources.empty()) {
+      namespace fs = std::filesystem;
+      if (!fs::is_directory(TCLM_DEFAULT_DATA)) {
+        throw Error(std::string("no --data given and the embedded data directory '") + TCLM_DEFAULT_DATA +
+                    "' is missing");
+      }
+      std::vector<std::string> names;
+      for (const auto& e : fs::directory_iterator(TCLM_DEFAULT_DATA)) {
+        if (e.is_directory()) names.push_back(e.path().filename().string());
+      }
+      std::sort(names.begin(), names.end());
+      for (const auto& n : names) out.push_back(DataSource{std::string(TCLM_DEFAULT_DATA) + "/" + n, n});
+      return out;
+    }
+    for (const auto& s : sources) out.push_back(DataSource::parse(s));
+    return out;
+  }
+
+  Dataset load(bool progress) const {
+    LoadOptions lo;
+    lo.max_steps = max_steps;
+    lo.cache_dir = cache_dir;
+    lo.progress = progress;
+    return Dataset::load(resolve(), lo);
+  }
+
+  SplitOptions split_options() const {
+    SplitOptions so;
+    so.test_fraction = test_fraction;
+    so.valid_fraction = valid_fraction;
+    so.seed = split_seed;
+    so.mode = split == "group" ? SplitMode::kGroup : SplitMode::kTask;
+    return so;
+  }
+};
+
+/// The split a model was trained with, from its metadata ("extra" of tclm train), applied to the
+/// options the user did not give on the command line, so that `eval` holds out the same tasks as the
+/// training run did. Returns a description for the log, or "" if the metadata has no split.
+std::string apply_model_split(const std::string& metadata_json, const CLI::App& cmd, DataOptions* d);
+
+/// `s` with '"', '\\' and control characters escaped for a JSON string.
+std::string json_escape(const std::string& s);
+
+/// Per-platform dataset statistics (tclm info), text and JSON.
+std::string info_text(const Dataset& d);
+std::string info_json(const Dataset& d);
+
+/// A JSON array of RankingReport::to_json().
+std::string reports_json(const std::vector<RankingReport>& reports);
+
+/// "split: N train / N valid / N test tasks ..." on stderr.
+void print_split(const Dataset& d, const Split& s);
+
+/// A subcommand: registered on the app by an add_* function; `run` is called when it was parsed.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+/// tools/cmd_compare.cpp: tclm compare and tclm sweep.
+Command add_compare_command(CLI::App& app);
+Command add_sweep_command(CLI::App& app);
+/// tools/cmd_sample.cpp: tclm sample and tclm study-sampling.
+Command add_sample_command(CLI::App& app);
+Command add_study_sampling_command(CLI::App& app);
+/// tools/cmd_transfer.cpp: tclm transfer (the TCL pipeline).
+Command add_transfer_command(CLI::App& app);
+
+}  // namespace tclm::cli

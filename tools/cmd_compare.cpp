@@ -1,0 +1,439 @@
+// tools/cmd_compare.cpp: `tclm compare` (Mamba against the baselines on one dataset and split) and
+// `tclm sweep` (the Mamba hyper-parameter study of the paper's Table 2).
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <simdjson.h>
+#include <unistd.h>
+
+#include "cli_common.h"
+#include "common/bytes.h"
+#include "model/xgboost_model.h"
+#include "plot.h"
+#include "tclm/infer.h"
+#include "train/trainer.h"
+
+namespace tclm::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// One trained model evaluated on the held-out test tasks.
+struct Run {
+  std::string model;    // kind, or the sweep's configuration label
+  uint64_t seed = 0;
+  RankingReport test;   // all test tasks
+  int64_t params = 0;   // scalar parameters (XGBoost: tree nodes)
+  int64_t bytes = 0;    // size of the deployable model file
+  double train_seconds = 0;
+  int best_epoch = 0;   // XGBoost: boosting rounds kept
+  double candidates_per_second = 0;         // featurize + score the test programs (libtorch / XGBoost)
+  double engine_candidates_per_second = 0;  // the same through the libtorch-free engine (Mamba only)
+};
+
+std::vector<uint32_t> programs_of(const Dataset& d, const std::vector<uint32_t>& tasks) {
+  std::vector<uint32_t> p;
+  for (uint32_t t : tasks) p.insert(p.end(), d.tasks()[t].programs.begin(), d.tasks()[t].programs.end());
+  return p;
+}
+
+/// Programs per second of `score` over `programs` (best of two passes: the first warms caches).
+template <class F>
+double throughput(const std::vector<uint32_t>& programs, F&& score) {
+  double best = 0;
+  for (int rep = 0; rep < 2; ++rep) {
+    const auto t0 = Clock::now();
+    score(programs);
+    best = std::max(best, static_cast<double>(programs.size()) / std::max(since(t0), 1e-9));
+  }
+  return best;
+}
+
+/// Trains a neural cost model with `to`, evaluates it on the test tasks, measures its size and speed.
+Run run_neural(const Dataset& d, const Split& s, TrainOptions to, const std::string& label, const std::string& dir) {
+  to.out_dir = dir;
+  TrainResult r = train_cost_model(d, s, to);
+  Run run;
+  run.model = label;
+  run.seed = to.seed;
+  run.train_seconds = r.seconds;
+  run.best_epoch = r.best_epoch;
+  CostModel model = load_cost_model(r.best, label);
+  run.params = model->num_parameters();
+  run.bytes = static_cast<int64_t>(std::filesystem::file_size(dir + "/best.tclm"));
+  run.test = evaluate_rankings(d, s.test, [&](const std::vector<uint32_t>& p) { return predict_programs(model, d, p); })
+                 .back();
+  const auto programs = programs_of(d, s.test);
+  run.candidates_per_second = throughput(programs, [&](const auto& p) { predict_programs(model, d, p); });
+  if (r.best.model_kind == kMambaModelKind) {
+    CostModelEngine engine(r.best, label);
+    engine.set_max_steps(d.max_steps());
+    std::vector<float> scores(programs.size());
+    run.engine_candidates_per_second = throughput(programs, [&](const auto& p) {
+      engine.predict_views(p.size(), [&](size_t i, std::vector<StepView>* v) { d.steps(p[i], v); }, scores.data());
+    });
+  }
+  return run;
+}
+
+Run run_xgboost(const Dataset& d, const Split& s, uint64_t seed, int threads, bool progress, const std::string& dir) {
+  XgbOptions xo;
+  xo.seed = seed;
+  xo.threads = threads;
+  xo.progress = progress;
+  XgbTrainResult r = train_xgboost(d, s, xo);
+  Run run;
+  run.model = "xgboost";
+  run.seed = seed;
+  run.train_seconds = r.seconds;
+  run.best_epoch = r.best_rounds;
+  const std::string blob = r.model.serialize();
+  run.bytes = static_cast<int64_t>(blob.size());
+  std::filesystem::create_directories(dir);
+  write_file_atomic(dir + "/model.ubj", blob);
+  run.test = evaluate_rankings(d, s.test, [&](const std::vector<uint32_t>& p) { return r.model.predict(d, p); }).back();
+  run.candidates_per_second = throughput(programs_of(d, s.test), [&](const auto& p) { r.model.predict(d, p); });
+  return run;
+}
+
+std::string csv_header() {
+  return "model,seed,params,bytes,train_seconds,best_epoch,test_tasks,top1,top5,top1_task_mean,top5_task_mean,"
+         "pairwise,random_top1,random_top5,candidates_per_second,engine_candidates_per_second";
+}
+
+std::string csv_row(const Run& r) {
+  const auto& t = r.test;
+  return fmt::format("{},{},{},{},{:.2f},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.1f},{:.1f}", r.model,
+                     r.seed, r.params, r.bytes, r.train_seconds, r.best_epoch, t.tasks, t.top1.pooled, t.top5.pooled,
+                     t.top1.task_mean, t.top5.task_mean, t.pairwise, t.random_top1.pooled, t.random_top5.pooled,
+                     r.candidates_per_second, r.engine_candidates_per_second);
+}
+
+struct MeanStd {
+  double mean = 0, std = 0;
+};
+template <class F>
+MeanStd stats(const std::vector<const Run*>& runs, F&& get) {
+  MeanStd m;
+  for (const Run* r : runs) m.mean += get(*r);
+  m.mean /= static_cast<double>(runs.size());
+  for (const Run* r : runs) m.std += (get(*r) - m.mean) * (get(*r) - m.mean);
+  m.std = runs.size() > 1 ? std::sqrt(m.std / static_cast<double>(runs.size() - 1)) : 0.0;
+  return m;
+}
+std::string fmt_ms(MeanStd m, bool with_std) {
+  return with_std ? fmt::format("{:.4f} ± {:.4f}", m.mean, m.std) : fmt::format("{:.4f}", m.mean);
+}
+
+/// A Markdown table with one line per model (mean over seeds, ± sample standard deviation).
+std::string summary_table(const std::vector<Run>& runs) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const Run*>> by_model;
+  for (const Run& r : runs) {
+    if (by_model[r.model].empty()) order.push_back(r.model);
+    by_model[r.model].push_back(&r);
+  }
+  std::string s =
+      "| model | seeds | top-1 | top-5 | top-1 task mean | pairwise | parameters | size (bytes) | train s | "
+      "candidates/s | engine candidates/s |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& m : order) {
+    const auto& rs = by_model[m];
+    const bool multi = rs.size() > 1;
+    const Run& f = *rs.front();
+    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {:.0f} | {:.0f} | {} |\n", m, rs.size(),
+                     fmt_ms(stats(rs, [](const Run& r) { return r.test.top1.pooled; }), multi),
+                     fmt_ms(stats(rs, [](const Run& r) { return r.test.top5.pooled; }), multi),
+                     fmt_ms(stats(rs, [](const Run& r) { return r.test.top1.task_mean; }), multi),
+                     fmt_ms(stats(rs, [](const Run& r) { return r.test.pairwise; }), multi),
+                     f.params ? fmt::format("{}", f.params) : "-", f.bytes,
+                     stats(rs, [](const Run& r) { return r.train_seconds; }).mean,
+                     stats(rs, [](const Run& r) { return r.candidates_per_second; }).mean,
+                     f.engine_candidates_per_second > 0
+                         ? fmt::format("{:.0f}", stats(rs, [](const Run& r) { return r.engine_candidates_per_second; }).mean)
+                         : "-");
+  }
+  if (!runs.empty()) {
+    const auto& t = runs.front().test;
+    s += fmt::format("| random ranking (exact expectation) | - | {:.4f} | {:.4f} | {:.4f} | 0.5 | - | - | - | - | - |\n",
+                     t.random_top1.pooled, t.random_top5.pooled, t.random_top1.task_mean);
+  }
+  return s;
+}
+
+void write_outputs(const std::string& out, const std::string& name, const std::vector<Run>& runs,
+                   const std::string& plot_kind) {
+  std::string csv = csv_header() + "\n";
+  for (const Run& r : runs) csv += csv_row(r) + "\n";
+  write_file_atomic(out + "/" + name + ".csv", csv);
+  write_file_atomic(out + "/" + name + ".md", summary_table(runs));
+  if (!plot_kind.empty()) plot_csv(plot_kind, out + "/" + name + ".csv", out + "/" + name + ".png");
+}
+
+void ensure_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw Error("--out '" + dir + "' cannot be used as an output directory" + (ec ? ": " + ec.message() : ""));
+  }
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  while (b <= s.size()) {
+    size_t e = s.find(',', b);
+    if (e == std::string::npos) e = s.size();
+    if (e > b) out.push_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  return out;
+}
+
+// Options of both commands.
+struct StudyOptions {
+  DataOptions data;
+  TrainOptions train;
+  std::string out;
+  int seeds = 1;
+  bool quiet = false;
+
+  void add_to(CLI::App* cmd) {
+    data.add_to(cmd, true);
+    cmd->add_option("--epochs", train.epochs, "Maximum epochs per neural model")->check(CLI::Range(1, 100000));
+    cmd->add_option("--patience", train.patience, "Early stopping: epochs without a better validation top-1")
+        ->check(CLI::Range(1, 100000));
+    cmd->add_option("--seeds", seeds, "Train every model with seeds 0..N-1 (mean ± standard deviation)")
+        ->check(CLI::Range(1, 100));
+    cmd->add_option("--threads", train.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
+    cmd->add_flag("--quiet", quiet, "No progress display");
+  }
+
+  Dataset load_and_split(Split* s) {
+    ensure_dir(out);
+    train.progress = !quiet;
+    Dataset d = data.load(!quiet && isatty(fileno(stderr)));
+    *s = make_split(d, data.split_options());
+    print_split(d, *s);
+    if (s->test.empty()) throw Error("the split has no test tasks; raise --test-fraction or give more workloads");
+    set_threads(train.threads);
+    return d;
+  }
+};
+
+}  // namespace
+
+Command add_compare_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "compare",
+      "Train Mamba and the baseline cost models on one dataset and split; table of top-1, top-5, pairwise accuracy, "
+      "parameters, size, training time and inference speed (compare.csv, compare.md, compare.png)");
+  auto o = std::make_shared<StudyOptions>();
+  o->out = "out/compare";
+  auto models = std::make_shared<std::string>("mamba,attention,lstm,mlp,xgboost");
+  o->add_to(cmd);
+  cmd->add_option("-o,--out", o->out, "Output directory (one sub-directory per model and seed)");
+  cmd->add_option("--models", *models, "Comma-separated: mamba, attention, lstm, mlp, xgboost");
+  return Command{cmd, [o, models]() {
+                   const auto kinds = split_list(*models);
+                   for (const auto& k : kinds) {
+                     if (k != "xgboost" && std::find(cost_model_kinds().begin(), cost_model_kinds().end(), k) ==
+                                               cost_model_kinds().end()) {
+                       throw Error("--models: unknown model '" + k + "' (mamba, attention, lstm, mlp, xgboost)");
+                     }
+                   }
+                   Split s;
+                   Dataset d = o->load_and_split(&s);
+                   std::vector<Run> runs;
+                   for (int seed = 0; seed < o->seeds; ++seed) {
+                     for (const auto& k : kinds) {
+                       const std::string dir = fmt::format("{}/{}-s{}", o->out, k, seed);
+                       if (!o->quiet) std::fprintf(stderr, "== %s, seed %d\n", k.c_str(), seed);
+                       if (k == "xgboost") {
+                         runs.push_back(run_xgboost(d, s, seed, o->train.threads, !o->quiet, dir));
+                       } else {
+                         TrainOptions to = o->train;
+                         to.model_kind = k;
+                         to.seed = static_cast<uint64_t>(seed);
+                         runs.push_back(run_neural(d, s, to, k, dir));
+                       }
+                       write_outputs(o->out, "compare", runs, "");  // partial results survive an interruption
+                     }
+                   }
+                   write_outputs(o->out, "compare", runs, "compare");
+                   std::cout << summary_table(runs) << "results: " << o->out << "/compare.{csv,md}\n";
+                   return 0;
+                 }};
+}
+
+namespace {
+
+// A sweep configuration file:
+//   {"base": {"d_model": 128, ...}, "vary": {"d_conv": [2, 4, 6, 8], ...}, "mode": "one-at-a-time" | "grid"}
+// base: Mamba hyper-parameters (d_model, n_layers, d_state, d_conv, expand, dt_rank, head_hidden);
+// one-at-a-time (the paper's Table 2) changes one parameter of the base at a time; grid takes every
+// combination.
+struct SweepConfig {
+  MambaConfig base;
+  std::vector<std::pair<std::string, std::vector<int>>> vary;
+  bool grid = false;
+};
+
+int* mamba_field(MambaConfig& c, std::string_view name) {
+  if (name == "d_model") return &c.d_model;
+  if (name == "n_layers") return &c.n_layers;
+  if (name == "d_state") return &c.d_state;
+  if (name == "d_conv") return &c.d_conv;
+  if (name == "expand") return &c.expand;
+  if (name == "dt_rank") return &c.dt_rank;
+  if (name == "head_hidden") return &c.head_hidden;
+  return nullptr;
+}
+
+SweepConfig read_sweep_config(const std::string& path) {
+  const std::string text = read_file(path);
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (auto err = parser.parse(text).get(root)) {
+    throw Error(fmt::format("{}: not valid JSON ({})", path, simdjson::error_message(err)));
+  }
+  SweepConfig c;
+  auto int_of = [&](simdjson::dom::element v, const std::string& what) {
+    int64_t x = 0;
+    if (v.get_int64().get(x) || x < 0 || x > 65536) throw Error(fmt::format("{}: {} must be an integer in [0, 65536]", path, what));
+    return static_cast<int>(x);
+  };
+  simdjson::dom::object obj;
+  if (root.get_object().get(obj)) throw Error(path + ": expected a JSON object");
+  for (auto [key, value] : obj) {
+    if (key == "base") {
+      simdjson::dom::object b;
+      if (value.get_object().get(b)) throw Error(path + ": \"base\" must be an object");
+      for (auto [k, v] : b) {
+        int* f = mamba_field(c.base, k);
+        if (!f) throw Error(fmt::format("{}: unknown Mamba parameter \"{}\" in base", path, k));
+        *f = int_of(v, "base." + std::string(k));
+      }
+    } else if (key == "vary") {
+      simdjson::dom::object b;
+      if (value.get_object().get(b)) throw Error(path + ": \"vary\" must be an object of lists");
+      for (auto [k, v] : b) {
+        MambaConfig probe;
+        if (!mamba_field(probe, k)) throw Error(fmt::format("{}: unknown Mamba parameter \"{}\" in vary", path, k));
+        simdjson::dom::array a;
+        if (v.get_array().get(a)) throw Error(fmt::format("{}: vary.{} must be a list", path, k));
+        std::vector<int> values;
+        for (auto e : a) values.push_back(int_of(e, "vary." + std::string(k)));
+        if (values.empty()) throw Error(fmt::format("{}: vary.{} is empty", path, k));
+        c.vary.emplace_back(std::string(k), values);
+      }
+    } else if (key == "mode") {
+      std::string_view m;
+      if (value.get_string().get(m) || (m != "one-at-a-time" && m != "grid")) {
+        throw Error(path + ": \"mode\" must be \"one-at-a-time\" or \"grid\"");
+      }
+      c.grid = m == "grid";
+    } else {
+      throw Error(fmt::format("{}: unknown key \"{}\" (base, vary, mode)", path, key));
+    }
+  }
+  if (c.vary.empty()) throw Error(path + ": \"vary\" lists no parameter");
+  return c;
+}
+
+std::string config_label(const MambaConfig& c) {
+  return fmt::format("d{}-l{}-n{}-k{}-e{}", c.d_model, c.n_layers, c.d_state, c.d_conv, c.expand);
+}
+
+}  // namespace
+
+Command add_sweep_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "sweep",
+      "Mamba hyper-parameter study (the paper's Table 2): train one model per configuration of a grid file and write "
+      "sweep.csv, sweep.md and sweep.png (top-1 against each parameter)");
+  auto o = std::make_shared<StudyOptions>();
+  o->out = "out/sweep";
+  auto grid = std::make_shared<std::string>();
+  o->add_to(cmd);
+  cmd->add_option("-o,--out", o->out, "Output directory (one sub-directory per configuration and seed)");
+  cmd->add_option("--grid", *grid,
+                  "Sweep file (JSON): {\"base\": {...}, \"vary\": {\"d_conv\": [2,4,6,8], ...}, \"mode\": "
+                  "\"one-at-a-time\"|\"grid\"}; see configs/sweep-table2.json")
+      ->required();
+  return Command{cmd, [o, grid]() {
+                   const SweepConfig sc = read_sweep_config(*grid);
+                   // The configurations, each with the parameter it varies ("" in grid mode).
+                   std::vector<std::pair<std::string, MambaConfig>> configs;
+                   if (sc.grid) {
+                     std::vector<MambaConfig> all = {sc.base};
+                     for (const auto& [name, values] : sc.vary) {
+                       std::vector<MambaConfig> next;
+                       for (const auto& c : all) {
+                         for (int v : values) {
+                           MambaConfig n = c;
+                           *mamba_field(n, name) = v;
+                           next.push_back(n);
+                         }
+                       }
+                       all = std::move(next);
+                     }
+                     for (const auto& c : all) configs.emplace_back("grid", c);
+                   } else {
+                     for (const auto& [name, values] : sc.vary) {
+                       for (int v : values) {
+                         MambaConfig n = sc.base;
+                         *mamba_field(n, name) = v;
+                         configs.emplace_back(name, n);
+                       }
+                     }
+                   }
+                   for (auto& [_, c] : configs) {
+                     c.n_features = kStepFeatureDim;
+                     c.validate("sweep configuration " + config_label(c));
+                   }
+                   Split s;
+                   Dataset d = o->load_and_split(&s);
+                   std::map<std::pair<std::string, int>, Run> done;  // one training per distinct config and seed
+                   std::string csv = "parameter,value,d_model,n_layers,d_state,d_conv,expand,is_base," +
+                                     csv_header() + "\n";
+                   std::vector<Run> runs;
+                   const std::string base_label = config_label([&] {
+                     MambaConfig b = sc.base;
+                     b.n_features = kStepFeatureDim;
+                     return b;
+                   }());
+                   for (int seed = 0; seed < o->seeds; ++seed) {
+                     for (size_t i = 0; i < configs.size(); ++i) {
+                       const auto& [param, c] = configs[i];
+                       const std::string label = config_label(c);
+                       auto key = std::make_pair(label, seed);
+                       if (!done.count(key)) {
+                         if (!o->quiet) {
+                           std::fprintf(stderr, "== %s (%zu/%zu), seed %d\n", label.c_str(), i + 1, configs.size(), seed);
+                         }
+                         TrainOptions to = o->train;
+                         to.model = c;
+                         to.seed = static_cast<uint64_t>(seed);
+                         done[key] = run_neural(d, s, to, label, fmt::format("{}/{}-s{}", o->out, label, seed));
+                         runs.push_back(done[key]);
+                       }
+                       const int value = param == "grid" ? 0 : *mamba_field(const_cast<MambaConfig&>(c), param);
+                       csv += fmt::format("{},{},{},{},{},{},{},{},{}\n", param, value, c.d_model, c.n_layers, c.d_state,
+                                          c.d_conv, c.expand, label == base_label ? 1 : 0, csv_row(done[key]));
+                       write_file_atomic(o->out + "/sweep.csv", csv);
+                     }
+                   }
+                   write_file_atomic(o->out + "/sweep.md", summary_table(runs));
+                   plot_csv("sweep", o->out + "/sweep.csv", o->out + "/sweep.png");
+                   std::cout << summary_table(runs) << "results: " << o->out << "/sweep.{csv,md,png}\n";
+                   return 0;
+                 }};
+}
+
+}  // namespace tclm::cli

@@ -1,0 +1,321 @@
+// tools/cmd_transfer.cpp: `tclm transfer`, the whole TCL pipeline (TCL-SPEC §7): learn the source
+// platforms in sequence with continual knowledge distillation, RDU-sample the target's budget, learn the
+// target, evaluate every platform after every phase; next to the baselines (target-only on the same
+// budget, fine-tuning a source model, multi-task one-head-per-platform, full target data) and the
+// ablations (Phi fixed to 1, no EWC).
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <unistd.h>
+
+#include "cli_common.h"
+#include "common/bytes.h"
+#include "distill/ckd.h"
+#include "plot.h"
+#include "train/active_sampling.h"
+#include "train/trainer.h"
+
+namespace tclm::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  while (b <= s.size()) {
+    size_t e = s.find(',', b);
+    if (e == std::string::npos) e = s.size();
+    if (e > b) out.push_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  return out;
+}
+
+const std::vector<std::string> kMethods = {"tcl", "tcl-no-phi", "tcl-no-ewc", "target-only", "finetune", "mtl", "full"};
+
+/// One evaluation: a method's model after a phase, on one platform's test tasks.
+struct Row {
+  std::string method;
+  int seed = 0;
+  int phase_index = 0;
+  std::string phase, platform;
+  double top1 = 0, top5 = 0, pairwise = 0, random_top1 = 0;
+};
+
+struct Opts {
+  DataOptions data;
+  CkdOptions ckd;
+  TrainOptions train;  // the baselines
+  ActiveSamplingOptions sampling;
+  std::string sources, target, methods = "tcl,tcl-no-phi,tcl-no-ewc,target-only,finetune,mtl,full",
+                               sampler = "rdu", out = "out/transfer";
+  double budget = 0.1;
+  int seeds = 1;
+  bool quiet = false;
+};
+
+}  // namespace
+
+Command add_transfer_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "transfer",
+      "The TCL pipeline: learn the --sources platforms in order (continual knowledge distillation: knowledge base + "
+      "active column, dynamic Phi, EWC), RDU-sample --budget of the --target's programs, learn the target, and "
+      "evaluate every platform after every phase, next to the baselines. Writes kb.tclm (the deployable knowledge "
+      "base), phases.csv, transfer.md, transfer.json and transfer.png");
+  auto o = std::make_shared<Opts>();
+  o->train.epochs = 12;
+  o->train.patience = 4;
+  o->data.add_to(cmd, true);
+  cmd->add_option("--sources", o->sources, "Source platforms in learning order, comma-separated (names of -d NAME=PATH)")
+      ->required();
+  cmd->add_option("--target", o->target, "Target platform (its programs are sampled at --budget)")->required();
+  cmd->add_option("--budget", o->budget, "Fraction of every target task measured (RDU-sampled)")->check(CLI::Range(1e-4, 1.0));
+  cmd->add_option("--sampler", o->sampler, "Sampler of the target budget: rdu, random, kcenter, uncertainty, balto");
+  cmd->add_option("--methods", o->methods,
+                  "Comma-separated: tcl, tcl-no-phi (Phi = 1), tcl-no-ewc (lambda = 0), target-only, finetune, mtl, full");
+  cmd->add_option("--seeds", o->seeds, "Seeds 0..N-1 (sampling, initialisation, batches)")->check(CLI::Range(1, 100));
+  cmd->add_option("-o,--out", o->out, "Output directory");
+  cmd->add_option("--epochs-cl", o->ckd.epochs_cl, "CL epochs per platform")->check(CLI::Range(1, 10000));
+  cmd->add_option("--epochs-kd", o->ckd.epochs_kd, "KD epochs per platform")->check(CLI::Range(1, 10000));
+  cmd->add_option("--beta", o->ckd.beta, "Teacher weight in CL")->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--lambda", o->ckd.lambda, "EWC strength in KD")->check(CLI::Range(0.0, 1e12));
+  cmd->add_option("--phi-floor", o->ckd.phi_floor, "Lower bound of Phi")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--phi-decay", o->ckd.phi_decay, "Phi decay per CL epoch")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--kd-task-weight", o->ckd.kd_task_weight, "LambdaRank on the labels during KD")->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--lr-cl", o->ckd.lr_cl, "CL learning rate")->check(CLI::Range(1e-7, 1.0));
+  cmd->add_option("--lr-kd", o->ckd.lr_kd, "KD learning rate")->check(CLI::Range(1e-7, 1.0));
+  cmd->add_option("--epochs", o->train.epochs, "Maximum epochs of each baseline model")->check(CLI::Range(1, 100000));
+  cmd->add_option("--threads", o->train.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
+  cmd->add_flag("--quiet", o->quiet, "No progress display");
+  return Command{cmd, [o]() {
+    const auto sources = split_list(o->sources);
+    const auto methods = split_list(o->methods);
+    for (const auto& m : methods) {
+      if (std::find(kMethods.begin(), kMethods.end(), m) == kMethods.end()) {
+        throw Error("--methods: unknown method '" + m + "' (tcl, tcl-no-phi, tcl-no-ewc, target-only, finetune, mtl, full)");
+      }
+    }
+    if (sources.empty()) throw Error("--sources: no platform given");
+    if (std::find(sources.begin(), sources.end(), o->target) != sources.end()) {
+      throw Error("--target '" + o->target + "' is also a source");
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(o->out, ec);
+    if (ec) throw Error("--out '" + o->out + "': " + ec.message());
+    const bool progress = !o->quiet;
+    Dataset d = o->data.load(progress && isatty(fileno(stderr)));
+    set_threads(o->train.threads);
+    const Split split = make_split(d, o->data.split_options());
+    print_split(d, split);
+    // Tasks of each part, per platform name.
+    std::map<std::string, int> pid;
+    for (size_t i = 0; i < d.platforms().size(); ++i) pid[d.platforms()[i]] = static_cast<int>(i);
+    std::vector<std::string> platforms = sources;
+    platforms.push_back(o->target);
+    for (const auto& p : platforms) {
+      if (!pid.count(p)) {
+        std::string have;
+        for (const auto& n : d.platforms()) have += (have.empty() ? "" : ", ") + n;
+        throw Error("platform '" + p + "' is not in the data (have: " + have + "); name sources with -d NAME=PATH");
+      }
+    }
+    auto of = [&](const std::vector<uint32_t>& tasks, const std::string& p) {
+      std::vector<uint32_t> r;
+      for (uint32_t t : tasks) {
+        if (d.tasks()[t].platform == pid[p]) r.push_back(t);
+      }
+      return r;
+    };
+    for (const auto& p : platforms) {
+      if (of(split.train, p).empty() || of(split.test, p).empty()) {
+        throw Error("platform '" + p + "' has no training or no test tasks in this split");
+      }
+    }
+    const std::string& target = o->target;
+
+    std::vector<Row> rows;
+    std::string phase_json;
+    std::string csv = "method,seed,phase_index,phase,platform,top1,top5,pairwise,random_top1\n";
+    auto evaluate_all = [&](const std::string& method, int seed, int phase_index, const std::string& phase,
+                            const ProgramScorer& scorer, const std::vector<std::string>& on) {
+      for (const auto& p : on) {
+        const RankingReport r = evaluate_rankings(d, of(split.test, p), scorer).back();
+        Row row{method, seed, phase_index, phase, p, r.top1.pooled, r.top5.pooled, r.pairwise, r.random_top1.pooled};
+        csv += fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f}\n", row.method, row.seed, row.phase_index,
+                           row.phase, row.platform, row.top1, row.top5, row.pairwise, row.random_top1);
+        if (progress) {
+          std::fprintf(stderr, "[%s seed %d] after %s: %s test top-1 %.4f top-5 %.4f\n", method.c_str(), seed,
+                       phase.c_str(), p.c_str(), row.top1, row.top5);
+        }
+        rows.push_back(row);
+      }
+      write_file_atomic(o->out + "/phases.csv", csv);
+    };
+    auto train_eval = [&](const std::string& method, int seed, const Dataset& data, const std::vector<std::string>& on_platforms,
+                          TrainOptions to, const std::vector<std::string>& eval_on) {
+      Split s;
+      for (const auto& p : on_platforms) {
+        auto a = of(split.train, p), b = of(split.valid, p);
+        s.train.insert(s.train.end(), a.begin(), a.end());
+        s.valid.insert(s.valid.end(), b.begin(), b.end());
+      }
+      to.seed = static_cast<uint64_t>(seed);
+      to.progress = false;
+      if (progress) std::fprintf(stderr, "[%s seed %d] training on %zu tasks\n", method.c_str(), seed, s.train.size());
+      TrainResult r = train_cost_model(data, s, to);
+      CostModel m = load_cost_model(r.best, method);
+      evaluate_all(method, seed, 0, "final", [&](const std::vector<uint32_t>& p) { return predict_programs(m, d, p); },
+                   eval_on);
+      return r.best;
+    };
+
+    size_t budget_programs = 0, target_pool = 0;
+    for (int seed = 0; seed < o->seeds; ++seed) {
+      // ---- the target's measured budget (the same picks for every method of this seed)
+      std::vector<uint32_t> target_tasks = of(split.train, target);
+      for (uint32_t t : of(split.valid, target)) target_tasks.push_back(t);
+      ActiveSamplingOptions a = o->sampling;
+      a.sampler.method = parse_sample_method(o->sampler);
+      a.sampler.seed = static_cast<uint64_t>(seed);
+      a.sampler.threads = o->train.threads;
+      a.threads = o->train.threads;
+      a.per_task.fraction = o->budget;
+      a.progress = progress;
+      const auto t0 = Clock::now();
+      const std::vector<uint32_t> picked = o->budget >= 1.0 ? [&] {
+        std::vector<uint32_t> all;
+        for (uint32_t t : target_tasks) all.insert(all.end(), d.tasks()[t].programs.begin(), d.tasks()[t].programs.end());
+        std::sort(all.begin(), all.end());
+        return all;
+      }() : active_select(d, target_tasks, a);
+      budget_programs = picked.size();
+      target_pool = 0;
+      for (uint32_t t : target_tasks) target_pool += d.tasks()[t].programs.size();
+      if (progress) {
+        std::fprintf(stderr, "target %s: %zu of %zu programs picked (%s, %.1f s)\n", target.c_str(), picked.size(),
+                     target_pool, o->sampler.c_str(), since(t0));
+      }
+      const Dataset target_data = d.subset(picked);
+
+      for (const auto& method : methods) {
+        if (method.rfind("tcl", 0) == 0) {
+          CkdOptions co = o->ckd;
+          co.seed = static_cast<uint64_t>(seed);
+          co.progress = progress;
+          if (method == "tcl-no-phi") co.dynamic_phi = false;
+          if (method == "tcl-no-ewc") co.lambda = 0;
+          KnowledgeBase kb(co.kb, static_cast<uint64_t>(seed));
+          auto kb_scorer = [&](const std::vector<uint32_t>& p) { return predict_programs(kb.model(), d, p); };
+          int phase = 0;
+          for (const auto& s : sources) {
+            if (progress) std::fprintf(stderr, "[%s seed %d] learning source %s\n", method.c_str(), seed, s.c_str());
+            CkdPhaseLog log = learn_platform(kb, d, of(split.train, s), of(split.valid, s), s, co);
+            phase_json += fmt::format("{}{{\"method\": \"{}\", \"seed\": {}, \"phase\": {}}}", phase_json.empty() ? "" : ",\n ",
+                                      method, seed, to_json(log));
+            evaluate_all(method, seed, ++phase, "learn " + s, kb_scorer, platforms);
+          }
+          if (progress) std::fprintf(stderr, "[%s seed %d] learning target %s\n", method.c_str(), seed, target.c_str());
+          CkdPhaseLog log = learn_platform(kb, target_data, of(split.train, target), of(split.valid, target), target, co);
+          phase_json += fmt::format(",\n {{\"method\": \"{}\", \"seed\": {}, \"phase\": {}}}", method, seed, to_json(log));
+          evaluate_all(method, seed, ++phase, "learn " + target, kb_scorer, platforms);
+          if (method == "tcl" && seed == 0) {
+            save_weights(kb.deployable(fmt::format("{{\"pipeline\": \"tcl\", \"sources\": \"{}\", \"target\": \"{}\", "
+                                                   "\"budget\": {}}}", json_escape(o->sources), json_escape(target), o->budget)),
+                         o->out + "/kb.tclm");
+          }
+        } else if (method == "target-only") {
+          train_eval(method, seed, target_data, {target}, o->train, {target});
+        } else if (method == "full") {
+          train_eval(method, seed, d, {target}, o->train, {target});
+        } else if (method == "finetune") {
+          // A model of all sources together, then trained on the target budget from those weights.
+          WeightsFile src = train_eval("source-model", seed, d, sources, o->train, platforms);
+          TrainOptions ft = o->train;
+          ft.init = std::make_shared<WeightsFile>(std::move(src));
+          train_eval(method, seed, target_data, {target}, ft, platforms);
+        } else if (method == "mtl") {
+          // One trunk, one head per platform, all sources' data and the target budget together.
+          std::vector<uint32_t> progs = picked;
+          for (const auto& s : sources) {
+            for (const auto* part : {&split.train, &split.valid}) {
+              for (uint32_t t : of(*part, s)) progs.insert(progs.end(), d.tasks()[t].programs.begin(), d.tasks()[t].programs.end());
+            }
+          }
+          std::sort(progs.begin(), progs.end());
+          TrainOptions mt = o->train;
+          mt.model_kind = kMultiHeadModelKind;
+          train_eval(method, seed, d.subset(progs), platforms, mt, platforms);
+        }
+      }
+    }
+
+    // ---- summary: target top-1/top-5, and the sources' top-1 after their own phase and at the end
+    std::string table = fmt::format(
+        "target {} with {} of {} programs measured ({}), sources {} (test tasks: held-out workloads)\n\n"
+        "| method | target top-1 | target top-5 |",
+        target, budget_programs, target_pool, o->sampler, o->sources);
+    for (const auto& s : sources) table += fmt::format(" {} top-1 after learning it | {} top-1 at the end |", s, s);
+    table += "\n|---|---|---|";
+    for (size_t i = 0; i < sources.size(); ++i) table += "---|---|";
+    table += "\n";
+    auto cell = [&](const std::string& method, const std::string& platform, const std::string& phase, bool top5) {
+      std::vector<double> v;
+      int last_phase = -1;
+      for (const auto& r : rows) {
+        if (r.method == method && r.platform == platform) last_phase = std::max(last_phase, r.phase_index);
+      }
+      for (const auto& r : rows) {
+        if (r.method != method || r.platform != platform) continue;
+        if (phase == "end" ? r.phase_index == last_phase : r.phase == phase) v.push_back(top5 ? r.top5 : r.top1);
+      }
+      if (v.empty()) return std::string("-");
+      double m = 0, sd = 0;
+      for (double x : v) m += x;
+      m /= static_cast<double>(v.size());
+      for (double x : v) sd += (x - m) * (x - m);
+      sd = v.size() > 1 ? std::sqrt(sd / static_cast<double>(v.size() - 1)) : 0;
+      return v.size() > 1 ? fmt::format("{:.4f} ± {:.4f}", m, sd) : fmt::format("{:.4f}", m);
+    };
+    for (const auto& m : methods) {
+      table += fmt::format("| {} | {} | {} |", m, cell(m, target, "end", false), cell(m, target, "end", true));
+      for (const auto& s : sources) {
+        const bool tcl = m.rfind("tcl", 0) == 0;
+        table += fmt::format(" {} | {} |", tcl ? cell(m, s, "learn " + s, false) : "-",
+                             (tcl || m == "finetune" || m == "mtl") ? cell(m, s, "end", false) : "-");
+      }
+      table += "\n";
+    }
+    if (!rows.empty()) {
+      for (const auto& r : rows) {
+        if (r.platform == target) {
+          table += fmt::format("\nrandom ranking of the target's test tasks (exact expectation): top-1 {:.4f}\n", r.random_top1);
+          break;
+        }
+      }
+    }
+    if (std::filesystem::exists(o->out + "/kb.tclm")) {
+      table += fmt::format("knowledge base: {} bytes ({} parameters), whatever the number of platforms\n",
+                           std::filesystem::file_size(o->out + "/kb.tclm"), load_weights(o->out + "/kb.tclm").num_parameters());
+    }
+    write_file_atomic(o->out + "/transfer.md", table);
+    write_file_atomic(o->out + "/transfer.json",
+                      fmt::format("{{\"sources\": \"{}\", \"target\": \"{}\", \"budget\": {}, \"sampler\": \"{}\", "
+                                  "\"target_programs_measured\": {}, \"target_pool\": {}, \"ckd_phases\": [{}]}}\n",
+                                  json_escape(o->sources), json_escape(target), o->budget, o->sampler, budget_programs,
+                                  target_pool, phase_json));
+    plot_csv("transfer", o->out + "/phases.csv", o->out + "/transfer.png");
+    std::cout << table << "results: " << o->out << "/{transfer.md,transfer.json,phases.csv,transfer.png,kb.tclm}\n";
+    return 0;
+  }};
+}
+
+}  // namespace tclm::cli

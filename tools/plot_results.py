@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Draws the PNG plots of tclm's CSV outputs (called by the tclm commands; runnable by hand).
+
+usage: plot_results.py KIND CSV PNG
+  compare   tclm compare: top-1 / top-5 per model (mean over seeds, error bar = std)
+  sweep     tclm sweep: test top-1 against each varied Mamba hyper-parameter (the paper's Table 2)
+  sampling  tclm study-sampling: test top-1 against the sampling rate, one line per sampler (Fig. 7)
+  transfer  tclm transfer: each platform's top-1 across the phases of the pipeline (Fig. 8)
+Needs matplotlib (Debian: python3-matplotlib).
+"""
+import csv
+import statistics
+import sys
+from collections import OrderedDict, defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def read(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def mean_std(values):
+    values = [float(v) for v in values]
+    if not values:
+        return 0.0, 0.0
+    return statistics.mean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def plot_compare(rows, png):
+    by_model = OrderedDict()
+    for r in rows:
+        by_model.setdefault(r["model"], []).append(r)
+    models = list(by_model)
+    fig, ax = plt.subplots(figsize=(1.6 * len(models) + 2, 4))
+    width = 0.38
+    for i, metric in enumerate(["top1", "top5"]):
+        ms = [mean_std([r[metric] for r in by_model[m]]) for m in models]
+        ax.bar([x + (i - 0.5) * width for x in range(len(models))], [m for m, _ in ms], width,
+               yerr=[s for _, s in ms], capsize=3, label=metric.replace("top", "top-"))
+    rnd = float(rows[0]["random_top1"])
+    ax.axhline(rnd, color="grey", linestyle=":", label=f"random top-1 ({rnd:.2f})")
+    ax.set_xticks(range(len(models)))
+    ax.set_xticklabels([f"{m}\n{int(float(by_model[m][0]['bytes'])) / 1e6:.2f} MB" for m in models])
+    ax.set_ylabel("test top-k score (pooled)")
+    ax.set_ylim(0, 1.05)
+    ax.legend(loc="lower right")
+    ax.set_title("cost models on held-out tasks")
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+
+
+def plot_sweep(rows, png):
+    params = OrderedDict()
+    for r in rows:
+        params.setdefault(r["parameter"], []).append(r)
+    fig, axes = plt.subplots(1, len(params), figsize=(3.2 * len(params), 3.4), squeeze=False)
+    for ax, (param, rs) in zip(axes[0], params.items()):
+        by_value = defaultdict(list)
+        base = set()
+        for r in rs:
+            by_value[int(r["value"])].append(float(r["top1"]))
+            if r["is_base"] == "1":
+                base.add(int(r["value"]))
+        xs = sorted(by_value)
+        ms = [mean_std(by_value[x]) for x in xs]
+        ax.errorbar(xs, [m for m, _ in ms], yerr=[s for _, s in ms], marker="o", capsize=3)
+        for x in base:
+            ax.axvline(x, color="grey", linestyle=":", linewidth=1)
+        ax.set_xticks(xs)
+        ax.set_xlabel(param + " (dotted: default)")
+        ax.set_ylabel("test top-1")
+        ax.grid(alpha=0.3)
+    fig.suptitle("Mamba hyper-parameters (one at a time from the default)")
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+
+
+def plot_sampling(rows, png):
+    by_sampler = OrderedDict()
+    for r in rows:
+        by_sampler.setdefault(r["sampler"], defaultdict(list))[float(r["rate"])].append(float(r["top1"]))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for sampler, by_rate in by_sampler.items():
+        xs = sorted(by_rate)
+        ms = [mean_std(by_rate[x]) for x in xs]
+        ax.errorbar([100 * x for x in xs], [m for m, _ in ms], yerr=[s for _, s in ms], marker="o", capsize=3,
+                    label=sampler)
+    ax.set_xscale("log")
+    ax.set_xlabel("programs measured (% of the training pool)")
+    ax.set_ylabel("test top-1")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+
+
+def plot_transfer(rows, png):
+    # rows: phase, phase_index, platform, top1 (one line per platform evaluated after each phase)
+    phases = OrderedDict()
+    by_platform = OrderedDict()
+    for r in rows:
+        if r.get("method", "tcl") != "tcl":
+            continue
+        phases.setdefault(int(r["phase_index"]), r["phase"])
+        by_platform.setdefault(r["platform"], {})[int(r["phase_index"])] = float(r["top1"])
+    fig, ax = plt.subplots(figsize=(1.2 * len(phases) + 3, 4))
+    for platform, vals in by_platform.items():
+        xs = sorted(vals)
+        ax.plot(xs, [vals[x] for x in xs], marker="o", label=platform)
+    ax.set_xticks(list(phases))
+    ax.set_xticklabels(list(phases.values()), rotation=30, ha="right")
+    ax.set_ylabel("test top-1 of the knowledge base")
+    ax.set_ylim(0, 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+
+
+def main(argv):
+    if len(argv) != 4 or argv[1] not in ("compare", "sweep", "sampling", "transfer"):
+        sys.stderr.write(__doc__)
+        return 2
+    rows = read(argv[2])
+    if not rows:
+        sys.stderr.write(f"{argv[2]}: no rows to plot\n")
+        return 1
+    globals()["plot_" + argv[1]](rows, argv[3])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
