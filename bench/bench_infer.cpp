@@ -140,21 +140,8 @@ Inputs load_inputs(const std::string& dir, size_t n) {
   return in;
 }
 
-/// Per-program features for XGBoost: mean and max over real steps of each step feature, and the count.
-constexpr int kXgbFeatures = 2 * kStepFeatureDim + 1;
-void program_summary(const float* x, int used, float* out) {
-  for (int f = 0; f < kStepFeatureDim; ++f) {
-    double s = 0;
-    float m = used > 0 ? -INFINITY : 0.0f;
-    for (int t = 0; t < used; ++t) {
-      s += x[t * kStepFeatureDim + f];
-      m = std::max(m, x[t * kStepFeatureDim + f]);
-    }
-    out[f] = used > 0 ? static_cast<float>(s / used) : 0.0f;
-    out[kStepFeatureDim + f] = m;
-  }
-  out[2 * kStepFeatureDim] = static_cast<float>(used);
-}
+/// Per-program features for XGBoost: the pooled step features (tclm/feature.h).
+constexpr int kXgbFeatures = kPooledFeatureDim;
 
 double gemm_gflops_own(int M, int K, int N, int iters) {
   std::vector<float> w(static_cast<size_t>(N) * K), a(static_cast<size_t>(M) * K);
@@ -379,7 +366,7 @@ int main(int argc, char** argv) {
         d.steps(p, &sv);
         const int used = featurize_program(sv.data(), sv.size(), kDefaultMaxSteps, buf.data());
         feats.resize(feats.size() + kXgbFeatures);
-        program_summary(buf.data(), used, feats.data() + feats.size() - kXgbFeatures);
+        pool_step_features(buf.data(), used, feats.data() + feats.size() - kXgbFeatures);
         labels.push_back(d.label(p));
         ++g;
       }
@@ -412,7 +399,7 @@ int main(int argc, char** argv) {
         const float* xi = in.x.data() + i * static_cast<size_t>(in.L) * kStepFeatureDim;
         int used = 0;
         while (used < in.L && in.mask[i * in.L + used] > 0) ++used;
-        program_summary(xi, used, cand.data() + i * kXgbFeatures);
+        pool_step_features(xi, used, cand.data() + i * kXgbFeatures);
       }
     };
     t["xgb_summary"] = measure(reps, summarize);

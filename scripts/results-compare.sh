@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Reproduces docs/model-study.md: Mamba against the baselines (tclm compare) on two GPUs and one CPU of
 # ../shared/data, and the Mamba hyper-parameter sweep (tclm sweep, the paper's Table 2) on one GPU.
-# Usage: scripts/results-compare.sh [extra args for both commands]   (needs ../shared/data; ~1-2 h on 2 cores)
+# Usage: scripts/results-compare.sh [extra args for both commands]   (needs ../shared/data; ~1.5 h on 2 cores)
 # Env: TCLM_RESULTS_OUT (default out/model-study), TCLM_BIN, SKIP_COMPARE=1, SKIP_SWEEP=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=${TCLM_SHARED_DATA:-../shared/data}
 out=${TCLM_RESULTS_OUT:-out/model-study}
 bin=${TCLM_BIN:-./build/tclm}
-common=(--cache-dir out/cache --epochs 12 --patience 4 --quiet)
+common=(--cache-dir out/cache --epochs 6 --patience 3 --quiet)
 mkdir -p "$out"
 if [ -z "${SKIP_COMPARE:-}" ]; then
   for spec in "k80=$shared/roller_osdi22/k80" "v100=$shared/roller_osdi22/v100" \

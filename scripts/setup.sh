@@ -12,7 +12,8 @@ PACKAGES=(
   zlib1g-dev              # gzip records, CRC-32
   libcli11-dev libfmt-dev # CLI, formatting
   libgtest-dev libgmock-dev libbenchmark-dev
-  libxgboost-dev          # the XGBoost baseline in bench_infer (what TVM uses by default)
+  libxgboost-dev          # the XGBoost baseline (tclm compare; what TVM's tuners use by default)
+  python3-matplotlib      # PNG plots of the study commands (tools/plot_results.py)
   libfaiss-dev            # k-means of the RDU active sampler (src/sample)
 )
 

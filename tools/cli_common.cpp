@@ -96,4 +96,16 @@ void print_split(const Dataset& d, const Split& s) {
                s.train.size(), s.valid.size(), s.test.size(), static_cast<long long>(s.too_small));
 }
 
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  while (b <= s.size()) {
+    size_t e = s.find(',', b);
+    if (e == std::string::npos) e = s.size();
+    if (e > b) out.push_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  return out;
+}
+
 }  // namespace tclm::cli

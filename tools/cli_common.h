@@ -106,6 +106,9 @@ std::string reports_json(const std::vector<RankingReport>& reports);
 /// "split: N train / N valid / N test tasks ..." on stderr.
 void print_split(const Dataset& d, const Split& s);
 
+/// "a,b,,c" -> {"a", "b", "c"} (empty items dropped).
+std::vector<std::string> split_list(const std::string& s);
+
 /// A subcommand: registered on the app by an add_* function; `run` is called when it was parsed.
 struct Command {
   CLI::App* app = nullptr;

@@ -13,6 +13,7 @@
 
 #include "cli_common.h"
 #include "common/bytes.h"
+#include "common/timer.h"
 #include "model/xgboost_model.h"
 #include "plot.h"
 #include "tclm/infer.h"
@@ -20,9 +21,6 @@
 
 namespace tclm::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 /// One trained model evaluated on the held-out test tasks.
 struct Run {
@@ -181,18 +179,6 @@ void ensure_dir(const std::string& dir) {
   if (ec || !std::filesystem::is_directory(dir)) {
     throw Error("--out '" + dir + "' cannot be used as an output directory" + (ec ? ": " + ec.message() : ""));
   }
-}
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b <= s.size()) {
-    size_t e = s.find(',', b);
-    if (e == std::string::npos) e = s.size();
-    if (e > b) out.push_back(s.substr(b, e - b));
-    b = e + 1;
-  }
-  return out;
 }
 
 // Options of both commands.

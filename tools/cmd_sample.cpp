@@ -13,6 +13,7 @@
 
 #include "cli_common.h"
 #include "common/bytes.h"
+#include "common/timer.h"
 #include "plot.h"
 #include "tclm/sample.h"
 #include "train/active_sampling.h"
@@ -20,21 +21,6 @@
 
 namespace tclm::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b <= s.size()) {
-    size_t e = s.find(',', b);
-    if (e == std::string::npos) e = s.size();
-    if (e > b) out.push_back(s.substr(b, e - b));
-    b = e + 1;
-  }
-  return out;
-}
 
 double parse_rate(const std::string& s) {
   size_t used = 0;
@@ -184,8 +170,11 @@ std::string study_table(const std::vector<StudyRow>& rows) {
     return fmt::format("{:.3f} ± {:.3f}", m, s);
   };
   std::string out;
-  for (const char* metric : {"top-1", "top-5"}) {
-    out += fmt::format("\ntest {} (pooled), mean ± std over seeds\n\n| sampler |", metric);
+  // Pooled top-k is TLP's score (dominated by the slowest test tasks); the task mean weighs every
+  // task alike (TCL-SPEC §5 asks for both).
+  for (const std::string metric : {"top-1", "top-1 task mean", "top-5"}) {
+    out += fmt::format("\ntest {}{}, mean ± std over seeds\n\n| sampler |", metric,
+                       metric == "top-1 task mean" ? "" : " (pooled)");
     for (double r : rates) out += fmt::format(" {:g}% |", 100 * r);
     out += "\n|---|";
     for (size_t i = 0; i < rates.size(); ++i) out += "---|";
@@ -195,15 +184,19 @@ std::string study_table(const std::vector<StudyRow>& rows) {
       for (double r : rates) {
         const auto it = cell.find({s, r});
         out += " " + (it == cell.end() ? std::string("") : fmt_cell(it->second, [&](const StudyRow& x) {
-          return std::string(metric) == "top-1" ? x.test.top1.pooled : x.test.top5.pooled;
+          return metric == "top-1" ? x.test.top1.pooled
+                 : metric == "top-5" ? x.test.top5.pooled
+                                     : x.test.top1.task_mean;
         })) + " |";
       }
       out += "\n";
     }
   }
   if (!rows.empty()) {
-    out += fmt::format("\nrandom ranking of the test tasks (exact expectation): top-1 {:.3f}, top-5 {:.3f}\n",
-                       rows.front().test.random_top1.pooled, rows.front().test.random_top5.pooled);
+    out += fmt::format(
+        "\nrandom ranking of the test tasks (exact expectation): top-1 {:.3f}, top-1 task mean {:.3f}, top-5 {:.3f}\n",
+        rows.front().test.random_top1.pooled, rows.front().test.random_top1.task_mean,
+        rows.front().test.random_top5.pooled);
   }
   return out;
 }
@@ -235,6 +228,10 @@ Command add_study_sampling_command(CLI::App& app) {
   cmd->add_option("--seeds", o->seeds, "Seeds per sampler and rate (sampling and training)")->check(CLI::Range(1, 100));
   cmd->add_option("--epochs", o->train.epochs, "Maximum epochs of each final model")->check(CLI::Range(1, 100000));
   cmd->add_option("--patience", o->train.patience, "Early stopping patience")->check(CLI::Range(1, 100000));
+  o->train.min_steps = 150;
+  cmd->add_option("--min-steps", o->train.min_steps,
+                  "At least this many optimizer steps per model: a small budget gets more epochs (and patience)")
+      ->check(CLI::Range(0, 100000000));
   cmd->add_option("--threads", o->train.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
   cmd->add_flag("--quiet", o->quiet, "No progress display");
   add_sampler_options(cmd, &o->a);
@@ -303,6 +300,7 @@ Command add_study_sampling_command(CLI::App& app) {
                          a.sampler.threads = o->train.threads;
                          a.threads = o->train.threads;
                          a.per_task.fraction = rate;
+                         a.round_min_steps = o->train.min_steps;
                          a.progress = !o->quiet;
                          ActiveSamplingLog log;
                          const auto picked = active_select(d, pool_tasks, a, &log);

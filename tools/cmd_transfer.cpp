@@ -11,11 +11,13 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <unistd.h>
 
 #include "cli_common.h"
 #include "common/bytes.h"
+#include "common/timer.h"
 #include "distill/ckd.h"
 #include "plot.h"
 #include "train/active_sampling.h"
@@ -23,21 +25,6 @@
 
 namespace tclm::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b <= s.size()) {
-    size_t e = s.find(',', b);
-    if (e == std::string::npos) e = s.size();
-    if (e > b) out.push_back(s.substr(b, e - b));
-    b = e + 1;
-  }
-  return out;
-}
 
 const std::vector<std::string> kMethods = {"tcl", "tcl-no-phi", "tcl-no-ewc", "target-only", "finetune", "mtl", "full"};
 
@@ -58,6 +45,7 @@ struct Opts {
   std::string sources, target, methods = "tcl,tcl-no-phi,tcl-no-ewc,target-only,finetune,mtl,full",
                                sampler = "rdu", out = "out/transfer";
   double budget = 0.1;
+  double source_fraction = 1.0;
   int seeds = 1;
   bool quiet = false;
 };
@@ -74,11 +62,16 @@ Command add_transfer_command(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   o->train.epochs = 12;
   o->train.patience = 4;
+  o->train.min_steps = 150;
   o->data.add_to(cmd, true);
   cmd->add_option("--sources", o->sources, "Source platforms in learning order, comma-separated (names of -d NAME=PATH)")
       ->required();
   cmd->add_option("--target", o->target, "Target platform (its programs are sampled at --budget)")->required();
   cmd->add_option("--budget", o->budget, "Fraction of every target task measured (RDU-sampled)")->check(CLI::Range(1e-4, 1.0));
+  cmd->add_option("--source-fraction", o->source_fraction,
+                  "Use this random fraction of every source task's programs (1 = all; a cheaper study, not a "
+                  "measurement budget: sources count as fully measured)")
+      ->check(CLI::Range(1e-4, 1.0));
   cmd->add_option("--sampler", o->sampler, "Sampler of the target budget: rdu, random, kcenter, uncertainty, balto");
   cmd->add_option("--methods", o->methods,
                   "Comma-separated: tcl, tcl-no-phi (Phi = 1), tcl-no-ewc (lambda = 0), target-only, finetune, mtl, full");
@@ -94,6 +87,9 @@ Command add_transfer_command(CLI::App& app) {
   cmd->add_option("--lr-cl", o->ckd.lr_cl, "CL learning rate")->check(CLI::Range(1e-7, 1.0));
   cmd->add_option("--lr-kd", o->ckd.lr_kd, "KD learning rate")->check(CLI::Range(1e-7, 1.0));
   cmd->add_option("--epochs", o->train.epochs, "Maximum epochs of each baseline model")->check(CLI::Range(1, 100000));
+  cmd->add_option("--min-steps", o->train.min_steps,
+                  "At least this many optimizer steps per model and CKD phase (small budgets get more epochs)")
+      ->check(CLI::Range(0, 100000000));
   cmd->add_option("--threads", o->train.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
   cmd->add_flag("--quiet", o->quiet, "No progress display");
   return Command{cmd, [o]() {
@@ -114,6 +110,27 @@ Command add_transfer_command(CLI::App& app) {
     const bool progress = !o->quiet;
     Dataset d = o->data.load(progress && isatty(fileno(stderr)));
     set_threads(o->train.threads);
+    if (o->source_fraction < 1.0) {
+      // Keep a seeded random fraction of every source task's programs (at least 2), everything else as is.
+      std::set<int> source_ids;
+      for (size_t i = 0; i < d.platforms().size(); ++i) {
+        if (std::find(sources.begin(), sources.end(), d.platforms()[i]) != sources.end()) source_ids.insert(static_cast<int>(i));
+      }
+      std::mt19937_64 rng(0x50f7ULL);
+      std::vector<uint32_t> keep;
+      for (const Task& t : d.tasks()) {
+        std::vector<uint32_t> p = t.programs;
+        if (source_ids.count(t.platform)) {
+          std::shuffle(p.begin(), p.end(), rng);
+          p.resize(std::min(p.size(), std::max<size_t>(2, static_cast<size_t>(std::ceil(o->source_fraction * p.size())))));
+        }
+        keep.insert(keep.end(), p.begin(), p.end());
+      }
+      std::sort(keep.begin(), keep.end());
+      if (progress) std::fprintf(stderr, "sources: keeping %.0f%% of their programs (%zu of %zu programs overall)\n",
+                                 100 * o->source_fraction, keep.size(), d.num_programs());
+      d = d.subset(keep);
+    }
     const Split split = make_split(d, o->data.split_options());
     print_split(d, split);
     // Tasks of each part, per platform name.
@@ -189,6 +206,7 @@ Command add_transfer_command(CLI::App& app) {
       a.sampler.threads = o->train.threads;
       a.threads = o->train.threads;
       a.per_task.fraction = o->budget;
+      a.round_min_steps = o->train.min_steps;
       a.progress = progress;
       const auto t0 = Clock::now();
       const std::vector<uint32_t> picked = o->budget >= 1.0 ? [&] {
@@ -209,6 +227,7 @@ Command add_transfer_command(CLI::App& app) {
       for (const auto& method : methods) {
         if (method.rfind("tcl", 0) == 0) {
           CkdOptions co = o->ckd;
+          co.min_steps = o->train.min_steps;
           co.seed = static_cast<uint64_t>(seed);
           co.progress = progress;
           if (method == "tcl-no-phi") co.dynamic_phi = false;

@@ -81,20 +81,28 @@ def plot_sweep(rows, png):
 
 
 def plot_sampling(rows, png):
-    by_sampler = OrderedDict()
-    for r in rows:
-        by_sampler.setdefault(r["sampler"], defaultdict(list))[float(r["rate"])].append(float(r["top1"]))
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for sampler, by_rate in by_sampler.items():
-        xs = sorted(by_rate)
-        ms = [mean_std(by_rate[x]) for x in xs]
-        ax.errorbar([100 * x for x in xs], [m for m, _ in ms], yerr=[s for _, s in ms], marker="o", capsize=3,
-                    label=sampler)
-    ax.set_xscale("log")
-    ax.set_xlabel("programs measured (% of the training pool)")
-    ax.set_ylabel("test top-1")
-    ax.grid(alpha=0.3)
-    ax.legend()
+    metrics = [("top1", "test top-1 (pooled)"), ("top1_task_mean", "test top-1 (task mean)")]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(11, 4))
+    for ax, (metric, label) in zip(axes, metrics):
+        by_sampler = OrderedDict()
+        for r in rows:
+            by_sampler.setdefault(r["sampler"], defaultdict(list))[float(r["rate"])].append(float(r[metric]))
+        full = by_sampler.pop("all", None)
+        for sampler, by_rate in by_sampler.items():
+            xs = sorted(by_rate)
+            ms = [mean_std(by_rate[x]) for x in xs]
+            ax.errorbar([100 * x for x in xs], [m for m, _ in ms], yerr=[s for _, s in ms], marker="o", capsize=3,
+                        label=sampler)
+        if full:
+            m, s = mean_std(full[1.0])
+            ax.axhline(m, color="black", linestyle="--", label=f"all data ({m:.3f})")
+        rnd = float(rows[0]["random_top1"])
+        if metric == "top1":
+            ax.axhline(rnd, color="grey", linestyle=":", label=f"random ({rnd:.3f})")
+        ax.set_xlabel("programs measured (% of every training task)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(png, dpi=120)
 

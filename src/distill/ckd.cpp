@@ -1,6 +1,7 @@
 // distill/ckd.cpp: continual knowledge distillation (see ckd.h).
 #include "distill/ckd.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <functional>
 #include <random>
 
+#include "common/timer.h"
 #include "tclm/error.h"
 #include "train/batches.h"
 #include "train/losses.h"
@@ -15,9 +17,6 @@
 
 namespace tclm {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 /// The active column: a Mamba column (a copy of the KB when built) plus a zero-initialised lateral
 /// connection from the frozen KB's pooled representation into the column's head.
@@ -87,12 +86,23 @@ std::vector<double> fit(const FitSpec& s, const Dataset& data, const std::vector
                         const std::vector<uint32_t>& valid_tasks, const CkdOptions& o, std::mt19937_64& rng,
                         double* best_top1) {
   torch::optim::Adam opt(s.params, torch::optim::AdamOptions(s.lr));
+  // A small platform (a sampled budget) gets more epochs so that the phase takes >= min_steps steps;
+  // the learning-rate steps stretch in proportion.
+  int64_t programs = 0;
+  for (uint32_t t : train_tasks) programs += static_cast<int64_t>(data.tasks()[t].programs.size());
+  const int64_t steps_per_epoch = std::max<int64_t>(1, (programs + o.batch_size - 1) / o.batch_size);
+  int epochs = s.epochs, lr_step = std::max(1, o.lr_step);
+  if (o.min_steps > 0 && steps_per_epoch * epochs < o.min_steps) {
+    const int scaled = static_cast<int>((o.min_steps + steps_per_epoch - 1) / steps_per_epoch);
+    lr_step = std::max(1, static_cast<int>(std::lround(static_cast<double>(lr_step) * scaled / epochs)));
+    epochs = scaled;
+  }
   std::vector<torch::Tensor> best;
   double best_t1 = -1, best_pw = -1;
   std::vector<double> curve;
   const bool tty = o.progress && isatty(fileno(stderr));
-  for (int epoch = 1; epoch <= s.epochs; ++epoch) {
-    const double lr = s.lr * std::pow(o.lr_gamma, (epoch - 1) / std::max(1, o.lr_step));
+  for (int epoch = 1; epoch <= epochs; ++epoch) {
+    const double lr = s.lr * std::pow(o.lr_gamma, (epoch - 1) / lr_step);
     for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
     s.module->train();
     const auto t0 = Clock::now();
@@ -113,7 +123,7 @@ std::vector<double> fit(const FitSpec& s, const Dataset& data, const std::vector
       loss_sum += v * static_cast<double>(bt.n);
       seen += bt.n;
       if (tty) {
-        std::fprintf(stderr, "\r%s epoch %d/%d  batch %zu/%zu  loss %.4f   ", s.name, epoch, s.epochs, bi + 1,
+        std::fprintf(stderr, "\r%s epoch %d/%d  batch %zu/%zu  loss %.4f   ", s.name, epoch, epochs, bi + 1,
                      batches.size(), loss_sum / std::max<int64_t>(seen, 1));
         std::fflush(stderr);
       }
@@ -201,15 +211,20 @@ struct CkdTrainer {
     MambaCostModel& model = kb.model_;
     ScoreFn kb_score = [&](const torch::Tensor& x, const torch::Tensor& m) { return model->forward(x, m); };
 
-    // ---- Phi from the KB's ranking quality on this platform's training data.
+    // ---- Phi from the KB's ranking quality on this platform's (measured) training data: its top-1
+    // score (task mean) above a random ranking's, as a fraction of the possible gain.
     model->eval();
-    log.kb_pairwise_before = evaluate(kb_score, data, train_tasks).pairwise;
+    const RankingReport before = evaluate(kb_score, data, train_tasks);
+    log.kb_pairwise_before = before.pairwise;
+    log.kb_top1_before = before.top1.task_mean;
+    const double random_top1 = before.random_top1.task_mean;
+    const double gain = random_top1 < 1.0 ? (before.top1.task_mean - random_top1) / (1.0 - random_top1) : 0.0;
     if (kb.learned_.empty()) {
       log.phi = 0.0;
     } else if (!o.dynamic_phi) {
       log.phi = 1.0;
     } else {
-      log.phi = std::max(o.phi_floor, 2.0 * log.kb_pairwise_before - 1.0);
+      log.phi = std::clamp(gain, o.phi_floor, 1.0);
     }
 
     // ---- CL: the active column learns the platform, pulled towards the frozen KB by beta * Phi_e.
@@ -305,10 +320,10 @@ std::string to_json(const CkdPhaseLog& l) {
     return s + "]";
   };
   return fmt::format(
-      "{{\"platform\": \"{}\", \"phi\": {:.6f}, \"kb_pairwise_before\": {:.6f}, \"cl_valid_top1\": {}, "
+      "{{\"platform\": \"{}\", \"phi\": {:.6f}, \"kb_top1_before\": {:.6f}, \"kb_pairwise_before\": {:.6f}, \"cl_valid_top1\": {}, "
       "\"kd_valid_top1\": {}, \"ac_valid_top1\": {:.6f}, \"kb_valid_top1\": {:.6f}, \"seconds_cl\": {:.2f}, "
       "\"seconds_kd\": {:.2f}, \"seconds_fisher\": {:.2f}, \"fisher_mean\": {:.6g}}}",
-      l.platform, l.phi, l.kb_pairwise_before, arr(l.cl_valid_top1), arr(l.kd_valid_top1), l.ac_valid_top1,
+      l.platform, l.phi, l.kb_top1_before, l.kb_pairwise_before, arr(l.cl_valid_top1), arr(l.kd_valid_top1), l.ac_valid_top1,
       l.kb_valid_top1, l.seconds_cl, l.seconds_kd, l.seconds_fisher, l.fisher_mean);
 }
 

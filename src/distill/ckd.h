@@ -7,10 +7,14 @@
 // parameters, the same shapes as the KB) is carried: no earlier platform's data is needed later.
 //
 // Per platform t (learn_platform):
-//   Phi   = the KB's ranking quality on t's training data, 2 * pairwise_accuracy - 1 (0 for a random
-//           ranking, 1 for a perfect one), floored at phi_floor; 0 for the first platform (the KB has
-//           learned nothing yet); 1 when dynamic_phi is off (ablation). It shrinks the teacher term when
-//           the KB ranks t badly, so that bad prior knowledge cannot cause negative transfer.
+//   Phi   = the KB's ranking quality on t's (measured) training data: its top-1 score (task mean,
+//           TCL-SPEC §5) above a random ranking's, as a fraction of the possible gain,
+//           (top1_KB - top1_random) / (1 - top1_random), clamped to [phi_floor, 1]; 0 for the first
+//           platform (the KB has learned nothing yet); 1 when dynamic_phi is off (ablation). It shrinks
+//           the teacher term when the KB ranks t badly, so that bad prior knowledge cannot cause
+//           negative transfer. (The top-1 score, not pairwise accuracy: the search needs the best
+//           programs first, and on these logs a KB can rank the best program of most tasks first with
+//           a pairwise accuracy near 0.5.)
 //   CL    the AC starts from the KB's knowledge: its Mamba column is a copy of the KB, plus a lateral
 //         connection from the frozen KB's pooled representation (zero-initialised, so AC = KB at the
 //         start; Progress & Compress, Schwarz et al. 2018). Trained on t's data with
@@ -22,7 +26,8 @@
 //         F_t = mean over batches of (d LambdaRank / d theta)^2, is accumulated: F <- fisher_gamma * F + F_t,
 //         and the anchors theta* become the KB's current parameters.
 // Both phases: Adam, step decay x lr_gamma every lr_step epochs, batches of whole task groups of one
-// platform, early stopping on the platform's validation tasks (best epoch kept).
+// platform, at least min_steps optimizer steps (more epochs on a small budget), the best epoch on the
+// platform's validation tasks kept.
 #pragma once
 
 #include <string>
@@ -47,6 +52,8 @@ struct CkdOptions {
   double lr_cl = 7e-4, lr_kd = 1e-4;
   int epochs_cl = 10, epochs_kd = 10;
   int lr_step = 5;              // epochs between learning-rate steps
+  int64_t min_steps = 150;      // at least this many steps per phase: a small platform (a sampled
+                                // budget) gets more epochs, and lr_step stretches in proportion
   double lr_gamma = 0.1;        // the step factor
   int batch_size = 1024, group_size = 64;
   double grad_clip = 1.0;
@@ -81,6 +88,7 @@ class KnowledgeBase {
 struct CkdPhaseLog {
   std::string platform;
   double phi = 0;                 // Phi at the start of CL
+  double kb_top1_before = 0;      // the KB's top-1 (task mean) on the platform's training tasks before CL
   double kb_pairwise_before = 0;  // the KB's pairwise accuracy on the platform's training tasks before CL
   std::vector<double> cl_valid_top1, kd_valid_top1;  // per epoch (validation task mean)
   double ac_valid_top1 = 0, kb_valid_top1 = 0;       // best epochs

@@ -7,16 +7,10 @@
 #include <cstdio>
 #include <fmt/format.h>
 
+#include "common/timer.h"
 #include "tclm/error.h"
 
 namespace tclm {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-}  // namespace
-
 void mc_dropout_scores(MambaCostModelImpl& model, const Dataset& data, const std::vector<uint32_t>& programs,
                        int passes, std::vector<float>* mean, std::vector<float>* std) {
   torch::NoGradGuard no_grad;
@@ -92,6 +86,7 @@ std::vector<uint32_t> active_select(const Dataset& data, const std::vector<uint3
       to.model.dropout = o.mc_dropout;
       to.epochs = o.round_epochs;
       to.patience = o.round_epochs;
+      to.min_steps = o.round_min_steps;
       to.seed = o.sampler.seed + static_cast<uint64_t>(round);
       to.threads = o.threads;
       to.progress = false;

@@ -24,7 +24,8 @@ struct ActiveSamplingOptions {
   SamplerOptions sampler;      // method, weights, clusters, seed, threads
   PerTaskOptions per_task;     // fraction of every task to pick in total (default 10%), at least 2
   int rounds = 2;              // rounds for the methods that use a model (>= 1)
-  int round_epochs = 4;        // epochs of the between-round model
+  int round_epochs = 4;        // epochs of the between-round model ...
+  int64_t round_min_steps = 100; // ... but at least this many optimizer steps
   float mc_dropout = 0.1f;     // dropout of the between-round model's pooled vector
   int mc_passes = 8;           // MC-dropout passes
   int threads = 0;             // libtorch threads of the between-round model (0 = all cores)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/bytes.h"
+#include "common/timer.h"
 #include "tclm/error.h"
 #include "train/batches.h"
 #include "train/losses.h"
@@ -19,9 +20,6 @@
 namespace tclm {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 double lr_at(const TrainOptions& o, int64_t step, int64_t total) {
   const auto warm = std::max<int64_t>(1, static_cast<int64_t>(o.warmup_fraction * total));
@@ -139,6 +137,13 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
   for (uint32_t t : split.train) programs_per_epoch += static_cast<int64_t>(data.tasks()[t].programs.size());
   const int64_t steps_per_epoch =
       std::max<int64_t>(1, (programs_per_epoch + o.batch_size - 1) / o.batch_size);
+  // Small datasets (a sampled budget) get more epochs, so that every run takes at least min_steps
+  // optimizer steps; patience grows in proportion.
+  if (o.min_steps > 0 && steps_per_epoch * o.epochs < o.min_steps) {
+    const int epochs = static_cast<int>((o.min_steps + steps_per_epoch - 1) / steps_per_epoch);
+    o.patience = static_cast<int>(std::ceil(static_cast<double>(o.patience) * epochs / o.epochs));
+    o.epochs = epochs;
+  }
   const int64_t total_steps = steps_per_epoch * o.epochs;
 
   TrainResult result;

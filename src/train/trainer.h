@@ -36,6 +36,8 @@ struct TrainOptions {
   double grad_clip = 1.0;          // max global gradient norm (<= 0: off)
   double weight_decay = 0.0;       // never applied to A_log, D, norms, biases
   int patience = 6;                // epochs without a better validation top-1 before stopping
+  int64_t min_steps = 0;           // at least this many optimizer steps: more epochs (and patience in
+                                   // proportion) when the data is small, e.g. a sampled budget
   uint64_t seed = 0;
   int threads = 0;                 // 0 = all cores
   std::string out_dir;             // checkpoint.tclm, best.tclm, train_log.json (empty: keep in memory)
