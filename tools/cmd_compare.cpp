@@ -27,7 +27,7 @@ struct Run {
   std::string model;    // kind, or the sweep's configuration label
   uint64_t seed = 0;
   RankingReport test;   // all test tasks
-  int64_t params = 0;   // scalar parameters (XGBoost: tree nodes)
+  int64_t params = 0;   // scalar parameters (0 for XGBoost: its size is in bytes only)
   int64_t bytes = 0;    // size of the deployable model file
   double train_seconds = 0;
   int best_epoch = 0;   // XGBoost: boosting rounds kept
@@ -333,7 +333,8 @@ SweepConfig read_sweep_config(const std::string& path) {
 }
 
 std::string config_label(const MambaConfig& c) {
-  return fmt::format("d{}-l{}-n{}-k{}-e{}", c.d_model, c.n_layers, c.d_state, c.d_conv, c.expand);
+  return fmt::format("d{}-l{}-n{}-k{}-e{}-r{}-h{}", c.d_model, c.n_layers, c.d_state, c.d_conv, c.expand, c.dt_rank,
+                     c.head_hidden);
 }
 
 }  // namespace

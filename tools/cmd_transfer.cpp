@@ -57,8 +57,8 @@ Command add_transfer_command(CLI::App& app) {
       "transfer",
       "The TCL pipeline: learn the --sources platforms in order (continual knowledge distillation: knowledge base + "
       "active column, dynamic Phi, EWC), RDU-sample --budget of the --target's programs, learn the target, and "
-      "evaluate every platform after every phase, next to the baselines. Writes kb.tclm (the deployable knowledge "
-      "base), phases.csv, transfer.md, transfer.json and transfer.png");
+      "evaluate every platform after every phase, next to the baselines. Writes phases.csv, transfer.md, "
+      "transfer.json, transfer.png and, with method tcl, kb.tclm (the deployable knowledge base of seed 0)");
   auto o = std::make_shared<Opts>();
   o->train.epochs = 12;
   o->train.patience = 4;
@@ -69,8 +69,8 @@ Command add_transfer_command(CLI::App& app) {
   cmd->add_option("--target", o->target, "Target platform (its programs are sampled at --budget)")->required();
   cmd->add_option("--budget", o->budget, "Fraction of every target task measured (RDU-sampled)")->check(CLI::Range(1e-4, 1.0));
   cmd->add_option("--source-fraction", o->source_fraction,
-                  "Use this random fraction of every source task's programs (1 = all; a cheaper study, not a "
-                  "measurement budget: sources count as fully measured)")
+                  "Use this random fraction of the programs of every source training/validation task (1 = all; "
+                  "a cheaper study, not a measurement budget: sources count as fully measured; test tasks stay whole)")
       ->check(CLI::Range(1e-4, 1.0));
   cmd->add_option("--sampler", o->sampler, "Sampler of the target budget: rdu, random, kcenter, uncertainty, balto");
   cmd->add_option("--methods", o->methods,
@@ -108,19 +108,27 @@ Command add_transfer_command(CLI::App& app) {
     std::filesystem::create_directories(o->out, ec);
     if (ec) throw Error("--out '" + o->out + "': " + ec.message());
     const bool progress = !o->quiet;
+    const SampleMethod sampler = parse_sample_method(o->sampler);  // refuse a bad --sampler before any work
     Dataset d = o->data.load(progress && isatty(fileno(stderr)));
     set_threads(o->train.threads);
+    const Split split = make_split(d, o->data.split_options());
+    print_split(d, split);
     if (o->source_fraction < 1.0) {
-      // Keep a seeded random fraction of every source task's programs (at least 2), everything else as is.
+      // Keep a seeded random fraction of the programs of every source training and validation task
+      // (at least 2); test tasks and the target stay whole. Task indices survive subset(), so the
+      // split still applies.
+      std::vector<uint8_t> is_test(d.tasks().size(), 0);
+      for (uint32_t t : split.test) is_test[t] = 1;
       std::set<int> source_ids;
       for (size_t i = 0; i < d.platforms().size(); ++i) {
         if (std::find(sources.begin(), sources.end(), d.platforms()[i]) != sources.end()) source_ids.insert(static_cast<int>(i));
       }
       std::mt19937_64 rng(0x50f7ULL);
       std::vector<uint32_t> keep;
-      for (const Task& t : d.tasks()) {
+      for (size_t ti = 0; ti < d.tasks().size(); ++ti) {
+        const Task& t = d.tasks()[ti];
         std::vector<uint32_t> p = t.programs;
-        if (source_ids.count(t.platform)) {
+        if (source_ids.count(t.platform) && !is_test[ti]) {
           std::shuffle(p.begin(), p.end(), rng);
           p.resize(std::min(p.size(), std::max<size_t>(2, static_cast<size_t>(std::ceil(o->source_fraction * p.size())))));
         }
@@ -131,8 +139,6 @@ Command add_transfer_command(CLI::App& app) {
                                  100 * o->source_fraction, keep.size(), d.num_programs());
       d = d.subset(keep);
     }
-    const Split split = make_split(d, o->data.split_options());
-    print_split(d, split);
     // Tasks of each part, per platform name.
     std::map<std::string, int> pid;
     for (size_t i = 0; i < d.platforms().size(); ++i) pid[d.platforms()[i]] = static_cast<int>(i);
@@ -196,12 +202,13 @@ Command add_transfer_command(CLI::App& app) {
     };
 
     size_t budget_programs = 0, target_pool = 0;
+    bool kb_written = false;
     for (int seed = 0; seed < o->seeds; ++seed) {
       // ---- the target's measured budget (the same picks for every method of this seed)
       std::vector<uint32_t> target_tasks = of(split.train, target);
       for (uint32_t t : of(split.valid, target)) target_tasks.push_back(t);
       ActiveSamplingOptions a = o->sampling;
-      a.sampler.method = parse_sample_method(o->sampler);
+      a.sampler.method = sampler;
       a.sampler.seed = static_cast<uint64_t>(seed);
       a.sampler.threads = o->train.threads;
       a.threads = o->train.threads;
@@ -250,6 +257,7 @@ Command add_transfer_command(CLI::App& app) {
             save_weights(kb.deployable(fmt::format("{{\"pipeline\": \"tcl\", \"sources\": \"{}\", \"target\": \"{}\", "
                                                    "\"budget\": {}}}", json_escape(o->sources), json_escape(target), o->budget)),
                          o->out + "/kb.tclm");
+            kb_written = true;
           }
         } else if (method == "target-only") {
           train_eval(method, seed, target_data, {target}, o->train, {target});
@@ -321,7 +329,7 @@ Command add_transfer_command(CLI::App& app) {
         }
       }
     }
-    if (std::filesystem::exists(o->out + "/kb.tclm")) {
+    if (kb_written) {
       table += fmt::format("knowledge base: {} bytes ({} parameters), whatever the number of platforms\n",
                            std::filesystem::file_size(o->out + "/kb.tclm"), load_weights(o->out + "/kb.tclm").num_parameters());
     }

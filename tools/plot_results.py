@@ -108,18 +108,20 @@ def plot_sampling(rows, png):
 
 
 def plot_transfer(rows, png):
-    # rows: phase, phase_index, platform, top1 (one line per platform evaluated after each phase)
+    # rows: method, seed, phase_index, phase, platform, top1 (one line per platform after each phase);
+    # the knowledge base of "tcl", mean over seeds (error bar = std).
     phases = OrderedDict()
     by_platform = OrderedDict()
     for r in rows:
         if r.get("method", "tcl") != "tcl":
             continue
         phases.setdefault(int(r["phase_index"]), r["phase"])
-        by_platform.setdefault(r["platform"], {})[int(r["phase_index"])] = float(r["top1"])
+        by_platform.setdefault(r["platform"], defaultdict(list))[int(r["phase_index"])].append(float(r["top1"]))
     fig, ax = plt.subplots(figsize=(1.2 * len(phases) + 3, 4))
     for platform, vals in by_platform.items():
         xs = sorted(vals)
-        ax.plot(xs, [vals[x] for x in xs], marker="o", label=platform)
+        ms = [mean_std(vals[x]) for x in xs]
+        ax.errorbar(xs, [m for m, _ in ms], yerr=[s for _, s in ms], marker="o", capsize=3, label=platform)
     ax.set_xticks(list(phases))
     ax.set_xticklabels(list(phases.values()), rotation=30, ha="right")
     ax.set_ylabel("test top-1 of the knowledge base")

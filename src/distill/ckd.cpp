@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fmt/format.h>
 #include <functional>
+#include <optional>
 #include <random>
 
 #include "common/timer.h"
@@ -18,34 +19,6 @@
 namespace tclm {
 namespace {
 
-/// The active column: a Mamba column (a copy of the KB when built) plus a zero-initialised lateral
-/// connection from the frozen KB's pooled representation into the column's head.
-class ActiveColumnImpl : public torch::nn::Module {
- public:
-  ActiveColumnImpl(MambaCostModel kb, const WeightsFile& kb_weights) : kb_(std::move(kb)) {
-    column = register_module("column", MambaCostModel(kb_->config()));
-    load_into_model(kb_weights, column);
-    const int64_t d = kb_->config().d_model;
-    lateral = register_module("lateral", torch::nn::Linear(d, d));
-    torch::NoGradGuard ng;
-    lateral->weight.zero_();
-    lateral->bias.zero_();
-  }
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) {
-    torch::Tensor k;
-    {
-      torch::NoGradGuard ng;
-      k = kb_->embed(x, mask);
-    }
-    return column->head(column->embed(x, mask) + lateral(k));
-  }
-  MambaCostModel column{nullptr};
-  torch::nn::Linear lateral{nullptr};
-
- private:
-  MambaCostModel kb_;  // frozen, not a registered submodule (not trained, not exported)
-};
-TORCH_MODULE(ActiveColumn);
 
 using ScoreFn = std::function<torch::Tensor(const torch::Tensor& x, const torch::Tensor& mask)>;
 
@@ -88,9 +61,7 @@ std::vector<double> fit(const FitSpec& s, const Dataset& data, const std::vector
   torch::optim::Adam opt(s.params, torch::optim::AdamOptions(s.lr));
   // A small platform (a sampled budget) gets more epochs so that the phase takes >= min_steps steps;
   // the learning-rate steps stretch in proportion.
-  int64_t programs = 0;
-  for (uint32_t t : train_tasks) programs += static_cast<int64_t>(data.tasks()[t].programs.size());
-  const int64_t steps_per_epoch = std::max<int64_t>(1, (programs + o.batch_size - 1) / o.batch_size);
+  const int64_t steps_per_epoch = std::max<int64_t>(1, count_batches(data, train_tasks, o.batch_size, o.group_size));
   int epochs = s.epochs, lr_step = std::max(1, o.lr_step);
   if (o.min_steps > 0 && steps_per_epoch * epochs < o.min_steps) {
     const int scaled = static_cast<int>((o.min_steps + steps_per_epoch - 1) / steps_per_epoch);
@@ -154,6 +125,30 @@ std::vector<double> fit(const FitSpec& s, const Dataset& data, const std::vector
 }
 
 }  // namespace
+
+ActiveColumnImpl::ActiveColumnImpl(const WeightsFile& kb_weights) {
+  const MambaConfig cfg = MambaConfig::from_json(kb_weights.config_json);
+  column = register_module("column", MambaCostModel(cfg));
+  load_into_model(kb_weights, column);
+  frozen_kb_ = MambaCostModel(cfg);
+  load_into_model(kb_weights, frozen_kb_);
+  frozen_kb_->eval();
+  for (auto& p : frozen_kb_->parameters()) p.set_requires_grad(false);
+  const int64_t d = cfg.d_model;
+  lateral = register_module("lateral", torch::nn::Linear(d, d));
+  torch::NoGradGuard ng;
+  lateral->weight.zero_();
+  lateral->bias.zero_();
+}
+
+torch::Tensor ActiveColumnImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+  torch::Tensor k;
+  {
+    torch::NoGradGuard ng;
+    k = frozen_kb_->embed(x, mask);
+  }
+  return column->head(column->embed(x, mask) + lateral(k));
+}
 
 KnowledgeBase::KnowledgeBase(const MambaConfig& cfg_in, uint64_t seed) {
   MambaConfig cfg = cfg_in;
@@ -228,8 +223,18 @@ struct CkdTrainer {
     }
 
     // ---- CL: the active column learns the platform, pulled towards the frozen KB by beta * Phi_e.
-    for (auto& p : model->parameters()) p.set_requires_grad(false);
-    ActiveColumn ac(model, kb.deployable("{}"));
+    // The KB's parameters take no gradient during CL; the guard restores them even if CL throws.
+    struct FreezeGuard {
+      std::vector<torch::Tensor> params;
+      explicit FreezeGuard(std::vector<torch::Tensor> p) : params(std::move(p)) {
+        for (auto& t : params) t.set_requires_grad(false);
+      }
+      ~FreezeGuard() {
+        for (auto& t : params) t.set_requires_grad(true);
+      }
+    };
+    std::optional<FreezeGuard> kb_frozen(std::in_place, model->parameters());
+    ActiveColumn ac(kb.deployable("{}"));
     ScoreFn ac_score = [&](const torch::Tensor& x, const torch::Tensor& m) { return ac->forward(x, m); };
     auto t0 = Clock::now();
     FitSpec cl{"CL", ac.get(), ac->parameters(), o.lr_cl, o.epochs_cl,
@@ -250,7 +255,7 @@ struct CkdTrainer {
                ac_score};
     log.cl_valid_top1 = fit(cl, data, train_tasks, valid_tasks, o, rng, &log.ac_valid_top1);
     log.seconds_cl = since(t0);
-    for (auto& p : model->parameters()) p.set_requires_grad(true);
+    kb_frozen.reset();
 
     // ---- KD: the frozen AC teaches the KB; EWC keeps what mattered for earlier platforms.
     for (auto& p : ac->parameters()) p.set_requires_grad(false);

@@ -61,6 +61,22 @@ struct CkdOptions {
   bool progress = true;
 };
 
+/// The active column: a Mamba column (a copy of the KB when built) plus a zero-initialised lateral
+/// connection from a frozen snapshot of the KB (its own copy, taken when the column is built, so that
+/// training the KB in the KD phase cannot move the teacher). At construction its scores equal the KB's.
+/// x [B, L, F], mask [B, L] -> scores [B].
+class ActiveColumnImpl : public torch::nn::Module {
+ public:
+  explicit ActiveColumnImpl(const WeightsFile& kb_weights);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
+  MambaCostModel column{nullptr};
+  torch::nn::Linear lateral{nullptr};
+
+ private:
+  MambaCostModel frozen_kb_{nullptr};  // not a registered submodule: never trained, never exported
+};
+TORCH_MODULE(ActiveColumn);
+
 /// What is carried from platform to platform.
 class KnowledgeBase {
  public:

@@ -76,6 +76,20 @@ BatchTensors to_tensors(const Dataset& data, const Batch& b, int group_size) {
   return t;
 }
 
+int64_t count_batches(const Dataset& data, const std::vector<uint32_t>& tasks, int batch_size, int group_size) {
+  std::map<int, int64_t> groups_by_platform;
+  for (uint32_t t : tasks) {
+    const size_t n = data.tasks()[t].programs.size();
+    const size_t n_chunks = (n + group_size - 1) / group_size;
+    // Chunk sizes differ by at most one, so a chunk of < 2 programs exists only when n < 2.
+    if (n >= 2) groups_by_platform[data.tasks()[t].platform] += static_cast<int64_t>(n_chunks);
+  }
+  const int64_t per_batch = std::max<int64_t>(1, batch_size / group_size);
+  int64_t batches = 0;
+  for (const auto& [platform, groups] : groups_by_platform) batches += (groups + per_batch - 1) / per_batch;
+  return batches;
+}
+
 torch::Tensor BatchTensors::to_grid(const torch::Tensor& per_program) const {
   const auto idx = torch::tensor(index, torch::kInt64);
   return torch::zeros({labels.numel()}, per_program.options()).index_put({idx}, per_program).view(labels.sizes());

@@ -22,6 +22,9 @@ struct Batch {
 std::vector<Batch> make_batches(const Dataset& data, const std::vector<uint32_t>& tasks, int batch_size,
                                 int group_size, std::mt19937_64& rng);
 
+/// The number of batches make_batches returns for these tasks (independent of the shuffling).
+int64_t count_batches(const Dataset& data, const std::vector<uint32_t>& tasks, int batch_size, int group_size);
+
 /// A batch as tensors: x [n, L, F] and mask [n, L] of its n programs in group order, labels and
 /// label_mask [T, G] (T groups, G = group_size) for the losses.
 struct BatchTensors {

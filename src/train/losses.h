@@ -18,7 +18,8 @@ torch::Tensor lambdarank_loss(const torch::Tensor& scores, const torch::Tensor& 
 /// over the real entries (z = (s - mean) / std: a ranking model's scores have no fixed scale or offset,
 /// and raw scores of a few tenths make the softmax nearly uniform and the loss vanish), then
 /// KL(softmax(z_teacher / T) || softmax(z_student / T)), times T^2 (Hinton et al. 2015). The teacher
-/// gets no gradient. Mean over rows with >= 2 real entries; 0 when student and teacher rank alike.
+/// gets no gradient. Mean over rows with >= 2 real entries; 0 when the student's scores are an affine image
+/// (positive scale) of the teacher's within every row.
 /// Used by continual knowledge distillation (TCL-SPEC §7) to pull one model's ranking towards another's.
 torch::Tensor listwise_distill_loss(const torch::Tensor& student, const torch::Tensor& teacher,
                                     const torch::Tensor& mask, double temperature = 1.0);

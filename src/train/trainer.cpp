@@ -133,10 +133,7 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
                          "early stopping and \"valid\" figures use the training tasks\n");
   }
 
-  int64_t programs_per_epoch = 0;
-  for (uint32_t t : split.train) programs_per_epoch += static_cast<int64_t>(data.tasks()[t].programs.size());
-  const int64_t steps_per_epoch =
-      std::max<int64_t>(1, (programs_per_epoch + o.batch_size - 1) / o.batch_size);
+  const int64_t steps_per_epoch = std::max<int64_t>(1, count_batches(data, split.train, o.batch_size, o.group_size));
   // Small datasets (a sampled budget) get more epochs, so that every run takes at least min_steps
   // optimizer steps; patience grows in proportion.
   if (o.min_steps > 0 && steps_per_epoch * o.epochs < o.min_steps) {

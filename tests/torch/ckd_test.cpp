@@ -8,6 +8,7 @@
 
 #include "distill/ckd.h"
 #include "test_util.h"
+#include "train/batches.h"
 #include "train/losses.h"
 #include "train/trainer.h"
 
@@ -117,6 +118,45 @@ TEST(Ckd, PhiComesFromTheKbRankingOfTheNewPlatform) {
                                DataSource::parse("b=" + test::source_dir() + "/data/records/v100/pooling")},
                               LoadOptions{});
   Split s2 = make_split(two, SplitOptions{});
-  EXPECT_NE(test::error_of([&] { learn_platform(kb, two, s2.train, {}, "mixed", o); }).find("mixed"),
+  EXPECT_NE(test::error_of([&] { learn_platform(kb, two, s2.train, {}, "mixed", o); }).find("learn one platform"),
             std::string::npos);
+}
+
+TEST(Ckd, ActiveColumnStartsAsTheKbAndItsTeacherSnapshotIsFrozen) {
+  KnowledgeBase kb(test::make_config(16), 3);
+  ActiveColumn ac(kb.deployable("{}"));
+  ac->eval();
+  torch::manual_seed(1);
+  const auto x = torch::randn({4, 6, kStepFeatureDim});
+  const auto mask = torch::ones({4, 6});
+  torch::NoGradGuard ng;
+  const auto kb_scores = kb.model()->forward(x, mask);
+  const auto ac_scores = ac->forward(x, mask);
+  EXPECT_TRUE(torch::allclose(kb_scores, ac_scores, 1e-6, 1e-6));  // zero lateral, copied column
+  // Give the lateral map weight, then change the KB (as KD does): the AC's scores must not move.
+  ac->lateral->weight.fill_(0.01f);
+  const auto before = ac->forward(x, mask);
+  for (auto& p : kb.model()->parameters()) p.add_(0.5f);
+  EXPECT_TRUE(torch::allclose(before, ac->forward(x, mask)));
+  EXPECT_FALSE(torch::allclose(kb_scores, kb.model()->forward(x, mask)));
+}
+
+TEST(Batches, CountMatchesMakeBatches) {
+  Dataset d = load_embedded("k80", "k80/pooling");
+  std::vector<uint32_t> tasks;
+  for (uint32_t t = 0; t < d.tasks().size(); ++t) tasks.push_back(t);
+  std::mt19937_64 rng(5);
+  for (auto [batch, group] : std::vector<std::pair<int, int>>{{1024, 64}, {256, 64}, {100, 7}, {64, 64}}) {
+    // A subset with small tasks (a sampled budget): groups smaller than group_size.
+    for (const Dataset* data : {&d}) {
+      EXPECT_EQ(count_batches(*data, tasks, batch, group),
+                static_cast<int64_t>(make_batches(*data, tasks, batch, group, rng).size()))
+          << batch << "/" << group;
+    }
+    std::vector<uint32_t> few;
+    for (const auto& t : d.tasks()) few.insert(few.end(), t.programs.begin(), t.programs.begin() + 3);
+    Dataset sub = d.subset(few);
+    EXPECT_EQ(count_batches(sub, tasks, batch, group),
+              static_cast<int64_t>(make_batches(sub, tasks, batch, group, rng).size()));
+  }
 }
