@@ -34,17 +34,21 @@ double parse_rate(const std::string& s) {
   return v;
 }
 
-void add_sampler_options(CLI::App* cmd, ActiveSamplingOptions* a) {
+// Sampler options; `with_model`: also those that need a model between rounds (study-sampling only).
+void add_sampler_options(CLI::App* cmd, ActiveSamplingOptions* a, bool with_model) {
   cmd->add_option("--w-repr", a->sampler.w_repr, "RDU weight of representativeness")->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--w-div", a->sampler.w_div, "RDU weight of diversity")->check(CLI::Range(0.0, 1e6));
-  cmd->add_option("--w-unc", a->sampler.w_unc, "RDU weight of uncertainty")->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--prefilter", a->sampler.prefilter_fraction,
                   "RDU: fraction of every cluster kept by the representativeness pass")
       ->check(CLI::Range(0.001, 1.0));
-  cmd->add_option("--rounds", a->rounds, "Rounds for the samplers that use a model (rdu, uncertainty, balto)")
-      ->check(CLI::Range(1, 100));
   cmd->add_option("--min-per-task", a->per_task.min_per_task, "Programs picked at least per task")
       ->check(CLI::Range(0, 1000000));
+  if (with_model) {
+    cmd->add_option("--w-unc", a->sampler.w_unc, "RDU weight of uncertainty (MC dropout of the between-round model)")
+        ->check(CLI::Range(0.0, 1e6));
+    cmd->add_option("--rounds", a->rounds, "Rounds for the samplers that use a model (rdu, uncertainty, balto)")
+        ->check(CLI::Range(1, 100));
+  }
 }
 
 }  // namespace
@@ -75,7 +79,7 @@ Command add_sample_command(CLI::App& app) {
       ->check(CLI::IsMember({"rdu", "random", "kcenter"}));
   cmd->add_option("--seed", o->seed, "Seed");
   cmd->add_option("--threads", o->threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
-  add_sampler_options(cmd, &o->a);
+  add_sampler_options(cmd, &o->a, false);
   return Command{cmd, [o]() {
                    struct Candidate {
                      MeasureRecord record;
@@ -234,7 +238,7 @@ Command add_study_sampling_command(CLI::App& app) {
       ->check(CLI::Range(0, 100000000));
   cmd->add_option("--threads", o->train.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
   cmd->add_flag("--quiet", o->quiet, "No progress display");
-  add_sampler_options(cmd, &o->a);
+  add_sampler_options(cmd, &o->a, true);
   return Command{cmd, [o]() {
                    std::vector<SampleMethod> methods;
                    for (const auto& s : split_list(o->samplers)) methods.push_back(parse_sample_method(s));

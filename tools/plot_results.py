@@ -88,7 +88,16 @@ def plot_sampling(rows, png):
         for r in rows:
             by_sampler.setdefault(r["sampler"], defaultdict(list))[float(r["rate"])].append(float(r[metric]))
         full = by_sampler.pop("all", None)
-        for sampler, by_rate in by_sampler.items():
+        rates = sorted({x for by_rate in by_sampler.values() for x in by_rate})
+        if len(rates) == 1:  # one budget: one bar per sampler
+            names = list(by_sampler)
+            ms = [mean_std(by_sampler[n][rates[0]]) for n in names]
+            ax.bar(range(len(names)), [m for m, _ in ms], yerr=[s for _, s in ms], capsize=4,
+                   color=[f"C{i}" for i in range(len(names))])
+            ax.set_xticks(range(len(names)))
+            ax.set_xticklabels(names)
+            ax.set_title(f"{100 * rates[0]:g}% of every training task measured")
+        for sampler, by_rate in (by_sampler.items() if len(rates) > 1 else []):
             xs = sorted(by_rate)
             ms = [mean_std(by_rate[x]) for x in xs]
             ax.errorbar([100 * x for x in xs], [m for m, _ in ms], yerr=[s for _, s in ms], marker="o", capsize=3,
@@ -99,10 +108,11 @@ def plot_sampling(rows, png):
         rnd = float(rows[0]["random_top1"])
         if metric == "top1":
             ax.axhline(rnd, color="grey", linestyle=":", label=f"random ({rnd:.3f})")
-        ax.set_xlabel("programs measured (% of every training task)")
+        if len(rates) > 1:
+            ax.set_xlabel("programs measured (% of every training task)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
+    axes[0].legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(png, dpi=120)
 

@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
   info->add_option("--json", info_json_path, "Also write the statistics as JSON to this file ('-' = stdout only JSON)");
 
   // ---- train
-  auto* train = app.add_subcommand("train", "Train a Mamba cost model and report top-1/top-5 on held-out tasks");
+  auto* train = app.add_subcommand(
+      "train", "Train a cost model (Mamba by default; --model for a baseline) and report top-1/top-5 on held-out tasks");
   DataOptions train_data;
   train_data.add_to(train, true);
   TrainOptions to;
