@@ -35,6 +35,7 @@ struct Row {
   int phase_index = 0;
   std::string phase, platform;
   double top1 = 0, top5 = 0, pairwise = 0, random_top1 = 0;
+  double top1_task_mean = 0, random_top1_task_mean = 0;
 };
 
 struct Opts {
@@ -167,14 +168,17 @@ Command add_transfer_command(CLI::App& app) {
 
     std::vector<Row> rows;
     std::string phase_json;
-    std::string csv = "method,seed,phase_index,phase,platform,top1,top5,pairwise,random_top1\n";
+    std::string csv =
+        "method,seed,phase_index,phase,platform,top1,top5,pairwise,random_top1,top1_task_mean,random_top1_task_mean\n";
     auto evaluate_all = [&](const std::string& method, int seed, int phase_index, const std::string& phase,
                             const ProgramScorer& scorer, const std::vector<std::string>& on) {
       for (const auto& p : on) {
         const RankingReport r = evaluate_rankings(d, of(split.test, p), scorer).back();
-        Row row{method, seed, phase_index, phase, p, r.top1.pooled, r.top5.pooled, r.pairwise, r.random_top1.pooled};
-        csv += fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f}\n", row.method, row.seed, row.phase_index,
-                           row.phase, row.platform, row.top1, row.top5, row.pairwise, row.random_top1);
+        Row row{method, seed, phase_index, phase, p, r.top1.pooled, r.top5.pooled, r.pairwise, r.random_top1.pooled,
+                r.top1.task_mean, r.random_top1.task_mean};
+        csv += fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f}\n", row.method, row.seed,
+                           row.phase_index, row.phase, row.platform, row.top1, row.top5, row.pairwise, row.random_top1,
+                           row.top1_task_mean, row.random_top1_task_mean);
         if (progress) {
           std::fprintf(stderr, "[%s seed %d] after %s: %s test top-1 %.4f top-5 %.4f\n", method.c_str(), seed,
                        phase.c_str(), p.c_str(), row.top1, row.top5);
@@ -288,13 +292,14 @@ Command add_transfer_command(CLI::App& app) {
     // ---- summary: target top-1/top-5, and the sources' top-1 after their own phase and at the end
     std::string table = fmt::format(
         "target {} with {} of {} programs measured ({}), sources {} (test tasks: held-out workloads)\n\n"
-        "| method | target top-1 | target top-5 |",
+        "| method | target top-1 | target top-1 task mean | target top-5 |",
         target, budget_programs, target_pool, o->sampler, o->sources);
     for (const auto& s : sources) table += fmt::format(" {} top-1 after learning it | {} top-1 at the end |", s, s);
-    table += "\n|---|---|---|";
+    table += "\n|---|---|---|---|";
     for (size_t i = 0; i < sources.size(); ++i) table += "---|---|";
     table += "\n";
-    auto cell = [&](const std::string& method, const std::string& platform, const std::string& phase, bool top5) {
+    // metric: 0 = top-1 (pooled), 1 = top-5 (pooled), 2 = top-1 task mean
+    auto cell = [&](const std::string& method, const std::string& platform, const std::string& phase, int metric) {
       std::vector<double> v;
       int last_phase = -1;
       for (const auto& r : rows) {
@@ -302,7 +307,9 @@ Command add_transfer_command(CLI::App& app) {
       }
       for (const auto& r : rows) {
         if (r.method != method || r.platform != platform) continue;
-        if (phase == "end" ? r.phase_index == last_phase : r.phase == phase) v.push_back(top5 ? r.top5 : r.top1);
+        if (phase == "end" ? r.phase_index == last_phase : r.phase == phase) {
+          v.push_back(metric == 1 ? r.top5 : metric == 2 ? r.top1_task_mean : r.top1);
+        }
       }
       if (v.empty()) return std::string("-");
       double m = 0, sd = 0;
@@ -313,11 +320,12 @@ Command add_transfer_command(CLI::App& app) {
       return v.size() > 1 ? fmt::format("{:.4f} ± {:.4f}", m, sd) : fmt::format("{:.4f}", m);
     };
     for (const auto& m : methods) {
-      table += fmt::format("| {} | {} | {} |", m, cell(m, target, "end", false), cell(m, target, "end", true));
+      table += fmt::format("| {} | {} | {} | {} |", m, cell(m, target, "end", 0), cell(m, target, "end", 2),
+                           cell(m, target, "end", 1));
       for (const auto& s : sources) {
         const bool tcl = m.rfind("tcl", 0) == 0;
-        table += fmt::format(" {} | {} |", tcl ? cell(m, s, "learn " + s, false) : "-",
-                             (tcl || m == "finetune" || m == "mtl") ? cell(m, s, "end", false) : "-");
+        table += fmt::format(" {} | {} |", tcl ? cell(m, s, "learn " + s, 0) : "-",
+                             (tcl || m == "finetune" || m == "mtl") ? cell(m, s, "end", 0) : "-");
       }
       table += "\n";
     }
