@@ -44,7 +44,7 @@ RankingReport evaluate(const ScoreFn& f, const Dataset& data, const std::vector<
 }
 
 struct FitSpec {
-  const char* name;
+  std::string name;                   // "CL k80": phase and platform, for progress and errors
   torch::nn::Module* module;          // switched between train() and eval()
   std::vector<torch::Tensor> params;  // trained (and snapshotted for the best epoch)
   double lr;
@@ -85,7 +85,7 @@ std::vector<double> fit(const FitSpec& s, const Dataset& data, const std::vector
       torch::Tensor loss = s.loss(bt, epoch);
       const double v = loss.item<double>();
       if (!std::isfinite(v)) {
-        throw Error(fmt::format("{}: the loss is {} at epoch {}; lower the learning rate or lambda", s.name, v, epoch));
+        throw Error(fmt::format("{}: the loss is {} at epoch {}; lower --lr-cl / --lr-kd or --lambda", s.name, v, epoch));
       }
       opt.zero_grad();
       loss.backward();
@@ -94,7 +94,7 @@ std::vector<double> fit(const FitSpec& s, const Dataset& data, const std::vector
       loss_sum += v * static_cast<double>(bt.n);
       seen += bt.n;
       if (tty) {
-        std::fprintf(stderr, "\r%s epoch %d/%d  batch %zu/%zu  loss %.4f   ", s.name, epoch, epochs, bi + 1,
+        std::fprintf(stderr, "\r%s epoch %d/%d  batch %zu/%zu  loss %.4f   ", s.name.c_str(), epoch, epochs, bi + 1,
                      batches.size(), loss_sum / std::max<int64_t>(seen, 1));
         std::fflush(stderr);
       }
@@ -111,7 +111,7 @@ std::vector<double> fit(const FitSpec& s, const Dataset& data, const std::vector
     }
     if (o.progress) {
       std::fprintf(stderr, "%s%s epoch %2d  loss %.5f  valid top-1 %.4f  pairwise %.4f  lr %.1e  %.1f s%s\n",
-                   tty ? "\r" : "", s.name, epoch, loss_sum / std::max<int64_t>(seen, 1), r.top1.task_mean, r.pairwise,
+                   tty ? "\r" : "", s.name.c_str(), epoch, loss_sum / std::max<int64_t>(seen, 1), r.top1.task_mean, r.pairwise,
                    lr, since(t0), better ? "  *" : "");
     }
   }
@@ -237,7 +237,7 @@ struct CkdTrainer {
     ActiveColumn ac(kb.deployable("{}"));
     ScoreFn ac_score = [&](const torch::Tensor& x, const torch::Tensor& m) { return ac->forward(x, m); };
     auto t0 = Clock::now();
-    FitSpec cl{"CL", ac.get(), ac->parameters(), o.lr_cl, o.epochs_cl,
+    FitSpec cl{"CL " + platform, ac.get(), ac->parameters(), o.lr_cl, o.epochs_cl,
                [&](const BatchTensors& bt, int epoch) {
                  const auto s = bt.to_grid(ac->forward(bt.x, bt.mask));
                  torch::Tensor loss = lambdarank_loss(s, bt.labels, bt.label_mask);
@@ -260,7 +260,7 @@ struct CkdTrainer {
     // ---- KD: the frozen AC teaches the KB; EWC keeps what mattered for earlier platforms.
     for (auto& p : ac->parameters()) p.set_requires_grad(false);
     t0 = Clock::now();
-    FitSpec kd{"KD", model.get(), model->parameters(), o.lr_kd, o.epochs_kd,
+    FitSpec kd{"KD " + platform, model.get(), model->parameters(), o.lr_kd, o.epochs_kd,
                [&](const BatchTensors& bt, int) {
                  torch::Tensor teacher;
                  {
