@@ -53,4 +53,9 @@ WeightsFile load_weights(const std::string& path);
 std::string serialize_weights(const WeightsFile& weights);
 WeightsFile parse_weights(const std::string& bytes, const std::string& name_for_errors);
 
+/// Throws tclm::Error (starting with `name`, saying what to do) unless the weights were trained on this
+/// tclm's feature encoding (kFeatureVersion, tclm/feature.h): a model never reads features of another
+/// encoding version.
+void check_feature_version(const WeightsFile& weights, const std::string& name);
+
 }  // namespace tclm

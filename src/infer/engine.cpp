@@ -149,12 +149,7 @@ CostModelEngine::CostModelEngine(const WeightsFile& w, const std::string& name) 
     throw Error(fmt::format("{}: model kind '{}' is not supported here (expected '{}')", name, w.model_kind,
                             kMambaModelKind));
   }
-  if (w.feature_version != kFeatureVersion) {
-    throw Error(fmt::format(
-        "{}: the model was trained on feature encoding v{}, but this tclm encodes steps as v{}; "
-        "retrain the model with this version (tclm train) or use the tclm release that made it",
-        name, w.feature_version, kFeatureVersion));
-  }
+  check_feature_version(w, name);
   MambaConfig cfg;
   try {
     cfg = MambaConfig::from_json(w.config_json);

@@ -2,12 +2,12 @@
 #include "model/baselines.h"
 
 #include <fmt/format.h>
-#include <simdjson.h>
 
 #include <limits>
 
 #include "tclm/error.h"
 #include "tclm/feature.h"
+#include "weights/flat_config.h"
 
 namespace tclm {
 namespace {
@@ -57,49 +57,11 @@ std::string BaselineConfig::to_json() const {
 }
 
 BaselineConfig BaselineConfig::from_json(const std::string& json) {
-  const std::string where = "baseline config JSON";
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (auto err = parser.parse(json).get(root)) {
-    throw Error(fmt::format("{}: not valid JSON ({})", where, simdjson::error_message(err)));
-  }
-  simdjson::dom::object obj;
-  if (root.get_object().get(obj)) throw Error(fmt::format("{}: expected an object", where));
   BaselineConfig cfg;
-  struct Field {
-    const char* name;
-    int* value;
-    bool seen = false;
-  };
-  Field ints[] = {{"n_features", &cfg.n_features}, {"d_model", &cfg.d_model}, {"n_layers", &cfg.n_layers},
-                  {"n_heads", &cfg.n_heads}};
-  bool dropout_seen = false;
-  for (auto [key, value] : obj) {
-    if (key == "dropout") {
-      double v = 0;
-      if (dropout_seen) throw Error(fmt::format("{}: field \"dropout\" appears twice", where));
-      if (value.get_double().get(v)) throw Error(fmt::format("{}: \"dropout\" must be a number", where));
-      cfg.dropout = static_cast<float>(v);
-      dropout_seen = true;
-      continue;
-    }
-    Field* f = nullptr;
-    for (Field& c : ints) {
-      if (key == c.name) f = &c;
-    }
-    if (f == nullptr) throw Error(fmt::format("{}: unknown field \"{}\"", where, key));
-    if (f->seen) throw Error(fmt::format("{}: field \"{}\" appears twice", where, key));
-    int64_t v = 0;
-    if (value.get_int64().get(v) || v < 0 || v > std::numeric_limits<int>::max()) {
-      throw Error(fmt::format("{}: \"{}\" must be a non-negative integer, got {}", where, key, simdjson::minify(value)));
-    }
-    *f->value = static_cast<int>(v);
-    f->seen = true;
-  }
-  for (const Field& f : ints) {
-    if (!f.seen) throw Error(fmt::format("{}: missing field \"{}\"", where, f.name));
-  }
-  if (!dropout_seen) throw Error(fmt::format("{}: missing field \"dropout\"", where));
+  parse_flat_config(json, "baseline config JSON",
+                    {{"n_features", &cfg.n_features}, {"d_model", &cfg.d_model}, {"n_layers", &cfg.n_layers},
+                     {"n_heads", &cfg.n_heads}},
+                    &cfg.dropout, 0);
   return cfg;
 }
 

@@ -143,12 +143,7 @@ void load_into_model(const WeightsFile& weights, CostModelImpl& model) {
 }
 
 CostModel load_cost_model(const WeightsFile& w, const std::string& name) {
-  if (w.feature_version != kFeatureVersion) {
-    throw Error(fmt::format(
-        "{}: the model was trained on feature encoding v{}, but this tclm encodes steps as v{}; "
-        "retrain the model with this version (tclm train) or use the tclm release that made it",
-        name, w.feature_version, kFeatureVersion));
-  }
+  check_feature_version(w, name);
   CostModel model;
   try {
     model = make_cost_model(w.model_kind, w.config_json);

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "tclm/error.h"
+#include "weights/flat_config.h"
 
 namespace tclm {
 namespace {
@@ -51,8 +52,8 @@ std::string MambaConfig::to_json() const {
       n_features, d_model, n_layers, d_state, d_conv, expand, dt_rank, head_hidden, dropout);
 }
 
-MambaConfig MambaConfig::from_json(const std::string& json) {
-  const std::string where = "Mamba config JSON";
+void parse_flat_config(const std::string& json, const std::string& where, const std::vector<FlatIntField>& ints,
+                       float* dropout, int min_int) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   if (auto err = parser.parse(json).get(root)) {
@@ -60,48 +61,45 @@ MambaConfig MambaConfig::from_json(const std::string& json) {
   }
   simdjson::dom::object obj;
   if (root.get_object().get(obj)) throw Error(fmt::format("{}: expected an object", where));
-
-  MambaConfig cfg;
-  struct IntField {
-    const char* name;
-    int* value;
-    bool seen;
-  };
-  IntField ints[] = {{"n_features", &cfg.n_features, false}, {"d_model", &cfg.d_model, false},
-                     {"n_layers", &cfg.n_layers, false},     {"d_state", &cfg.d_state, false},
-                     {"d_conv", &cfg.d_conv, false},         {"expand", &cfg.expand, false},
-                     {"dt_rank", &cfg.dt_rank, false},       {"head_hidden", &cfg.head_hidden, false}};
+  std::vector<bool> seen(ints.size(), false);
   bool dropout_seen = false;
   for (auto [key, value] : obj) {
     if (key == "dropout") {
       double v = 0.0;
       if (dropout_seen) throw Error(fmt::format("{}: field \"dropout\" appears twice", where));
       if (value.get_double().get(v)) throw Error(fmt::format("{}: \"dropout\" must be a number", where));
-      cfg.dropout = static_cast<float>(v);
+      *dropout = static_cast<float>(v);
       dropout_seen = true;
       continue;
     }
-    IntField* field = nullptr;
-    for (IntField& f : ints) {
-      if (key == f.name) field = &f;
-    }
-    if (field == nullptr) throw Error(fmt::format("{}: unknown field \"{}\"", where, key));
-    if (field->seen) throw Error(fmt::format("{}: field \"{}\" appears twice", where, key));
+    size_t i = 0;
+    while (i < ints.size() && key != ints[i].name) ++i;
+    if (i == ints.size()) throw Error(fmt::format("{}: unknown field \"{}\"", where, key));
+    if (seen[i]) throw Error(fmt::format("{}: field \"{}\" appears twice", where, key));
     int64_t v = 0;
     if (value.get_int64().get(v)) {
-      throw Error(fmt::format("{}: \"{}\" must be an integer, got {}", where, key,
-                              simdjson::minify(value)));
+      throw Error(fmt::format("{}: \"{}\" must be an integer, got {}", where, key, simdjson::minify(value)));
     }
-    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+    if (v < min_int || v > std::numeric_limits<int>::max()) {
       throw Error(fmt::format("{}: \"{}\" = {} is out of range", where, key, v));
     }
-    *field->value = static_cast<int>(v);
-    field->seen = true;
+    *ints[i].value = static_cast<int>(v);
+    seen[i] = true;
   }
-  for (const IntField& f : ints) {
-    if (!f.seen) throw Error(fmt::format("{}: missing field \"{}\"", where, f.name));
+  for (size_t i = 0; i < ints.size(); ++i) {
+    if (!seen[i]) throw Error(fmt::format("{}: missing field \"{}\"", where, ints[i].name));
   }
   if (!dropout_seen) throw Error(fmt::format("{}: missing field \"dropout\"", where));
+}
+
+MambaConfig MambaConfig::from_json(const std::string& json) {
+  const std::string where = "Mamba config JSON";
+  MambaConfig cfg;
+  parse_flat_config(json, where,
+                    {{"n_features", &cfg.n_features}, {"d_model", &cfg.d_model}, {"n_layers", &cfg.n_layers},
+                     {"d_state", &cfg.d_state}, {"d_conv", &cfg.d_conv}, {"expand", &cfg.expand},
+                     {"dt_rank", &cfg.dt_rank}, {"head_hidden", &cfg.head_hidden}},
+                    &cfg.dropout, std::numeric_limits<int>::min());
   cfg.validate(where);
   return cfg;
 }

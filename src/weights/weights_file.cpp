@@ -17,7 +17,10 @@
 #include <string_view>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "tclm/error.h"
+#include "tclm/feature.h"
 #include "tclm/weights.h"
 
 namespace tclm {
@@ -402,6 +405,15 @@ WeightsFile load_weights(const std::string& path) {
     throw Error("cannot read weights file '" + path + "': " + std::strerror(err));
   }
   return parse_weights(bytes, path);
+}
+
+void check_feature_version(const WeightsFile& w, const std::string& name) {
+  if (w.feature_version != kFeatureVersion) {
+    throw Error(fmt::format(
+        "{}: the model was trained on feature encoding v{}, but this tclm encodes steps as v{}; "
+        "retrain the model with this version (tclm train) or use the tclm release that made it",
+        name, w.feature_version, kFeatureVersion));
+  }
 }
 
 }  // namespace tclm
