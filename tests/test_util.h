@@ -20,7 +20,8 @@ inline std::string source_dir() { return TCLM_SOURCE_DIR; }
 
 /// ../shared/data next to the repository, or "" when absent (tests that need it skip).
 inline std::string shared_data_dir() {
-  if (const char* env = std::getenv("TCLM_SHARED_DATA")) return env;
+  // $TCLM_SHARED_DATA overrides the location; a path that is not a directory means "absent" (skip).
+  if (const char* env = std::getenv("TCLM_SHARED_DATA")) return std::filesystem::is_directory(env) ? env : "";
   auto p = std::filesystem::path(source_dir()).parent_path() / "shared" / "data";
   return std::filesystem::is_directory(p) ? p.string() : "";
 }
