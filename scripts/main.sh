@@ -6,7 +6,8 @@
 # top-5 on held-out workloads next to the baselines (a model trained on the MI50's 10% alone,
 # fine-tuning a source model, all MI50 data). Outputs in out/main/: kb.tclm (the deployable
 # knowledge base), transfer.md, phases.csv, transfer.json, transfer.png.
-# Extra arguments go to `tclm transfer` (see `build/tclm transfer --help`). ~15 min on 2 cores.
+# Extra arguments go to `tclm transfer` (see `build/tclm transfer --help`). Timed only next to other
+# jobs (~40 min at low priority on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh

@@ -108,4 +108,12 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
+void ensure_output_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw Error("--out '" + dir + "' cannot be used as an output directory" + (ec ? ": " + ec.message() : ""));
+  }
+}
+
 }  // namespace tclm::cli

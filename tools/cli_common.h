@@ -109,6 +109,9 @@ void print_split(const Dataset& d, const Split& s);
 /// "a,b,,c" -> {"a", "b", "c"} (empty items dropped).
 std::vector<std::string> split_list(const std::string& s);
 
+/// Creates `dir` (and parents) for a command's --out; throws tclm::Error naming --out if it cannot.
+void ensure_output_dir(const std::string& dir);
+
 /// A subcommand: registered on the app by an add_* function; `run` is called when it was parsed.
 struct Command {
   CLI::App* app = nullptr;

@@ -173,14 +173,6 @@ void write_outputs(const std::string& out, const std::string& name, const std::v
   if (!plot_kind.empty()) plot_csv(plot_kind, out + "/" + name + ".csv", out + "/" + name + ".png");
 }
 
-void ensure_dir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir)) {
-    throw Error("--out '" + dir + "' cannot be used as an output directory" + (ec ? ": " + ec.message() : ""));
-  }
-}
-
 // Options of both commands.
 struct StudyOptions {
   DataOptions data;
@@ -201,7 +193,7 @@ struct StudyOptions {
   }
 
   Dataset load_and_split(Split* s) {
-    ensure_dir(out);
+    ensure_output_dir(out);
     train.progress = !quiet;
     Dataset d = data.load(!quiet && isatty(fileno(stderr)));
     *s = make_split(d, data.split_options());

@@ -245,9 +245,7 @@ Command add_study_sampling_command(CLI::App& app) {
                    std::vector<double> rates;
                    for (const auto& s : split_list(o->rates)) rates.push_back(parse_rate(s));
                    if (methods.empty() || rates.empty()) throw Error("--samplers and --rates must list something");
-                   std::error_code ec;
-                   std::filesystem::create_directories(o->out, ec);
-                   if (ec) throw Error("--out '" + o->out + "': " + ec.message());
+                   ensure_output_dir(o->out);
                    Dataset d = o->data.load(!o->quiet && isatty(fileno(stderr)));
                    const Split split = make_split(d, o->data.split_options());
                    print_split(d, split);

@@ -105,9 +105,7 @@ Command add_transfer_command(CLI::App& app) {
     if (std::find(sources.begin(), sources.end(), o->target) != sources.end()) {
       throw Error("--target '" + o->target + "' is also a source");
     }
-    std::error_code ec;
-    std::filesystem::create_directories(o->out, ec);
-    if (ec) throw Error("--out '" + o->out + "': " + ec.message());
+    ensure_output_dir(o->out);
     const bool progress = !o->quiet;
     const SampleMethod sampler = parse_sample_method(o->sampler);  // refuse a bad --sampler before any work
     Dataset d = o->data.load(progress && isatty(fileno(stderr)));

@@ -158,13 +158,7 @@ int main(int argc, char** argv) {
     if (train->parsed()) {
       to.progress = !train_quiet;
       to.out_dir = out_dir;
-      {
-        std::error_code ec;
-        std::filesystem::create_directories(out_dir, ec);
-        if (ec || !std::filesystem::is_directory(out_dir)) {
-          throw Error("--out '" + out_dir + "' cannot be used as an output directory" + (ec ? ": " + ec.message() : ""));
-        }
-      }
+      ensure_output_dir(out_dir);
       Dataset d = train_data.load(to.progress && isatty(fileno(stderr)));
       std::cerr << info_text(d) << "\n";
       Split s = make_split(d, train_data.split_options());

@@ -49,6 +49,17 @@ Dataset load_embedded(const std::string& platform, const std::string& dir) {
                        LoadOptions{});
 }
 
+/// A small KB and one epoch per phase: fast tests on the pooling slice.
+CkdOptions tiny_options() {
+  CkdOptions o;
+  o.kb = test::make_config(16);
+  o.epochs_cl = 1;
+  o.epochs_kd = 1;
+  o.min_steps = 0;
+  o.progress = false;
+  return o;
+}
+
 }  // namespace
 
 TEST(Ckd, EwcPenaltyFollowsItsFormulaAndTheKbKeepsItsSize) {
@@ -56,12 +67,7 @@ TEST(Ckd, EwcPenaltyFollowsItsFormulaAndTheKbKeepsItsSize) {
   // penalty by F * delta^2 exactly.
   Dataset d = load_embedded("k80", "k80/pooling");
   Split s = make_split(d, SplitOptions{});
-  CkdOptions o;
-  o.kb = test::make_config(16);
-  o.epochs_cl = 1;
-  o.epochs_kd = 1;
-  o.min_steps = 0;
-  o.progress = false;
+  CkdOptions o = tiny_options();
   KnowledgeBase kb(o.kb, 0);
   const int64_t params_before = kb.deployable("{}").num_parameters();
   EXPECT_FALSE(kb.has_fisher());
@@ -92,12 +98,7 @@ TEST(Ckd, EwcPenaltyFollowsItsFormulaAndTheKbKeepsItsSize) {
 TEST(Ckd, PhiComesFromTheKbRankingOfTheNewPlatform) {
   Dataset d = load_embedded("k80", "k80/pooling");
   Split s = make_split(d, SplitOptions{});
-  CkdOptions o;
-  o.kb = test::make_config(16);
-  o.epochs_cl = 1;
-  o.epochs_kd = 1;
-  o.min_steps = 0;
-  o.progress = false;
+  CkdOptions o = tiny_options();
   KnowledgeBase kb(o.kb, 0);
   learn_platform(kb, d, s.train, s.valid, "first", o);
   // Learning a second time (a stand-in for a second platform): Phi = the KB's top-1 gain over random,
