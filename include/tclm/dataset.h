@@ -69,6 +69,10 @@ class Dataset {
   const std::vector<PlatformStats>& platform_stats() const { return platform_stats_; }
   const ReadStats& read_stats() const { return read_stats_; }
   int max_steps() const { return max_steps_; }
+  /// The feature encoding of the programs: kFeatureVersion (Ansor records) or kTraceFeatureVersion
+  /// (MetaSchedule databases); kFeatureVersion when there is no program. Throws tclm::Error when the
+  /// dataset mixes both (one model reads one family: load them as separate datasets).
+  uint32_t feature_version() const;
 
   double cost(uint32_t p) const { return cost_[p]; }             // mean cost, seconds
   float label(uint32_t p) const { return label_[p]; }            // min_cost(task) / cost

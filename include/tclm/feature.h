@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -13,8 +14,19 @@
 
 namespace tclm {
 
-/// Version of the step encoding below. Stored in every weights file.
+/// Version of the Ansor step encoding below. Stored in every weights file trained on Ansor records.
 inline constexpr uint32_t kFeatureVersion = 2;
+/// Version of the MetaSchedule trace encoding (the trace_feature slots below), stored in weights
+/// trained on MetaSchedule databases. Its high half (1) names the trace family, so that no version
+/// of one family equals a version of the other: a model reads only programs of its own family.
+inline constexpr uint32_t kTraceFeatureVersion = 0x10001;
+/// The encoding version that applies to a program whose first step is `first` (kTraceFeatureVersion
+/// for MetaSchedule trace kinds, else kFeatureVersion).
+inline uint32_t feature_version_of(StepKind first) {
+  return is_trace_kind(first) ? kTraceFeatureVersion : kFeatureVersion;
+}
+/// "Ansor step encoding v2" / "MetaSchedule trace encoding v1" / "unknown encoding 0x..." (messages).
+std::string feature_version_name(uint32_t version);
 /// Floats per step (F).
 inline constexpr int kStepFeatureDim = 55;
 /// Default maximum number of steps per program (the longest program in ../shared/data has 70).
@@ -41,6 +53,23 @@ inline constexpr int kLoopExtent = 53;   // log-magnitude of the extent of the l
                                          // an FU step creates, when the program's splits determine it
 inline constexpr int kExtentKnown = 54;  // 1 when kLoopExtent is known (program context), else 0
 }  // namespace slot
+
+/// Slot offsets of the MetaSchedule trace encoding (kTraceFeatureVersion; same width F, other
+/// meaning; docs/feature-encoding.md "MetaSchedule traces"). One row per trace instruction, from the
+/// resolved TransformStep layout of tclm/record.h (trace_slot).
+namespace trace_feature {
+inline constexpr int kKind = 0;         // 32: one-hot instruction kind (kind - kFirstTraceKind)
+inline constexpr int kNumInputs = 32;   // log-magnitude of the number of inputs
+inline constexpr int kNumOutputs = 33;  // log-magnitude of the number of outputs (GetLoops: loops)
+inline constexpr int kValue = 34;       // log-magnitude of the resolved value (tclm/record.h)
+inline constexpr int kValueKnown = 35;  // 1 when kValue is known
+inline constexpr int kList = 36;        // 4: log-magnitudes of the first four list values (tile sizes)
+inline constexpr int kListProduct = 40; // log-magnitude of the product of the list values
+inline constexpr int kListSize = 41;    // number of list values / 4
+inline constexpr int kAnnotationKey = 42;  // 8: one-hot annotation key (Annotate, Unannotate)
+inline constexpr int kScope = 50;       // 4: shared*, local*, blockIdx.* or vthread*, threadIdx.*
+inline constexpr int kInPostproc = 54;  // 1 after EnterPostproc
+}  // namespace trace_feature
 
 /// A read-only view of one transform step (from a TransformStep or from a dataset's packed store).
 struct StepView {

@@ -53,8 +53,8 @@ class CostModelEngine {
   static CostModelEngine load(const std::string& path);
 
   /// Builds the engine from a parsed weights file. Throws tclm::Error whose message starts with
-  /// `name_for_errors` when: the model kind is not "mamba"; the feature version is not kFeatureVersion
-  /// (the model would read features it was not trained on); the config JSON is invalid or its
+  /// `name_for_errors` when: the model kind is not "mamba"; the feature version is neither
+  /// kFeatureVersion nor kTraceFeatureVersion (the model would read features it was not trained on); the config JSON is invalid or its
   /// n_features != kStepFeatureDim; a tensor is missing, duplicated, unknown, or of the wrong shape.
   CostModelEngine(const WeightsFile& weights, const std::string& name_for_errors);
 
@@ -65,6 +65,10 @@ class CostModelEngine {
   ~CostModelEngine();
 
   const MambaConfig& config() const;
+  /// The encoding the model was trained on: kFeatureVersion (Ansor steps) or kTraceFeatureVersion
+  /// (MetaSchedule traces). Programs of the other family are refused (predict_views, predict_programs
+  /// throw tclm::Error; predict_record_lines reports them per line).
+  uint32_t feature_version() const;
 
   /// Worker threads per predict call: 0 (the default) = std::thread::hardware_concurrency(). A call uses
   /// at most one thread per 16 programs (a small call runs on the calling thread only); the calling
@@ -101,7 +105,9 @@ class CostModelEngine {
                      float* scores) const;
 
   /// Parses Ansor record lines (tclm/record.h, one JSON record per line; the measured costs are not
-  /// used and may be anything the format allows), featurizes and scores them, in parallel. A line that
+  /// used and may be anything the format allows) or MetaSchedule traces (a line that is a JSON array,
+  /// Trace::AsJSON's `[[instructions], [decisions]]`, tclm/record.h parse_trace_json), featurizes and
+  /// scores them, in parallel. A line that
   /// cannot be parsed (including a blank line) scores NaN; if `errors` is not null it is resized to
   /// lines.size() and errors[i] holds the reason for line i ("" when the line was scored).
   std::vector<float> predict_record_lines(const std::vector<std::string_view>& lines,

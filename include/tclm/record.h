@@ -1,4 +1,7 @@
-// tclm/record.h: Ansor measure records (TVM auto_scheduler RecordToFile format) -> programs.
+// tclm/record.h: measure records -> programs. Two formats:
+//  * Ansor measure records (TVM auto_scheduler RecordToFile format);
+//  * MetaSchedule JSON databases (database_tuning_record.json + database_workload.json), whose trace
+//    instructions become steps of the kinds kTrace* below (docs/feature-encoding.md, "MetaSchedule").
 //
 // One JSON object per line (format versions v0.2 .. v0.6, see TVM src/auto_scheduler/measure_record.cc):
 //   {"i": [[workload_key, target, hw_params, target_host, layout_rewrite, task_input_names],
@@ -36,13 +39,56 @@ enum class StepKind : uint8_t {
   kCacheRead,         // CHR stage_id, "scope", [reader stage ids]
   kCacheWrite,        // CHW stage_id, "scope"
   kRfactor,           // RF  stage_id, iter_id, factor_iter_id
-};
-inline constexpr int kNumStepKinds = 14;
 
-/// Record prefix of a kind ("SP", ...).
+  // MetaSchedule trace instructions (TVM s_tir/schedule instruction kinds). A program is either all
+  // Ansor steps or all trace instructions. GetBlock (TVM <= 0.23) and GetSBlock (0.24+) are one kind;
+  // GetProducers/GetConsumers/GetOutputBlocks are one; instructions not listed are kTraceOther.
+  kTraceSamplePerfectTile = 14,
+  kTraceSampleCategorical,
+  kTraceSampleComputeLocation,
+  kTraceSplit,
+  kTraceFuse,
+  kTraceReorder,
+  kTraceParallel,
+  kTraceVectorize,
+  kTraceUnroll,
+  kTraceBind,
+  kTraceComputeAt,
+  kTraceReverseComputeAt,
+  kTraceComputeInline,
+  kTraceReverseComputeInline,
+  kTraceCacheRead,
+  kTraceCacheWrite,
+  kTraceAnnotate,
+  kTraceUnannotate,
+  kTraceGetBlock,
+  kTraceGetLoops,
+  kTraceGetChildBlocks,
+  kTraceGetProducersConsumers,
+  kTraceDecomposeReduction,
+  kTraceRFactor,
+  kTraceBlockize,
+  kTraceTensorize,
+  kTraceStorageAlign,
+  kTraceSetScope,
+  kTraceTransformLayout,
+  kTraceAddUnitLoop,
+  kTraceEnterPostproc,
+  kTraceOther,
+};
+inline constexpr int kNumAnsorStepKinds = 14;
+inline constexpr int kFirstTraceKind = 14;
+inline constexpr int kNumTraceKinds = 32;
+inline constexpr int kNumStepKinds = kFirstTraceKind + kNumTraceKinds;  // all kinds, both formats
+
+inline bool is_trace_kind(StepKind k) { return static_cast<int>(k) >= kFirstTraceKind; }
+
+/// Record prefix of an Ansor kind ("SP", ...) or instruction name of a trace kind ("Split", ...).
 std::string_view step_kind_name(StepKind kind);
-/// Kind of a record prefix; returns false for an unknown prefix.
+/// Kind of an Ansor record prefix; returns false for an unknown prefix.
 bool parse_step_kind(std::string_view prefix, StepKind* kind);
+/// Kind of a MetaSchedule instruction name (never fails: unknown names are kTraceOther).
+StepKind trace_kind_of(std::string_view instruction_name);
 
 /// One transform step. `ints` holds the integer arguments in record order with nested lists
 /// flattened (e.g. SP: stage_id, iter_id, extent, l_0..l_{k-1}, inner_to_outer; `n_list` = k is the
@@ -55,6 +101,25 @@ struct TransformStep {
   int32_t list_pos = -1; // index in `ints` where the nested list starts, or -1
   std::string str;
 };
+
+/// Layout of a trace instruction's TransformStep (the RVs of the trace resolved while parsing):
+///   ints = [n_inputs, n_outputs, value, value_known, in_postproc, list...], list_pos = 5.
+///   value: SamplePerfectTile max_innermost_factor; SampleCategorical the chosen candidate;
+///   SampleComputeLocation the decision; Split/Fuse/Parallel/Vectorize/Unroll/Bind the extent of
+///   the loop they act on or make, when the trace's splits determine it; Annotate its integer
+///   value; CacheRead/CacheWrite the buffer index; ComputeAt/ReverseComputeAt preserve_unit_loops.
+///   list: SamplePerfectTile the sampled tile sizes; Split the factors (0 = not known);
+///   SampleCategorical [decision index, number of candidates].
+///   str: Annotate/Unannotate the annotation key; Bind the thread axis; CacheRead/CacheWrite/
+///   SetScope the storage scope; kTraceOther the instruction name.
+namespace trace_slot {
+inline constexpr int kNumInputs = 0, kNumOutputs = 1, kValue = 2, kValueKnown = 3, kInPostproc = 4, kList = 5;
+}
+
+/// Parses a MetaSchedule trace as TVM's Trace::AsJSON writes it, `[[inst...], [[inst_index,
+/// decision]...]]` with inst = `[kind, inputs, attrs, outputs]`, into steps (layout above).
+/// Returns an empty string on success, else the reason it is malformed.
+std::string parse_trace_json(std::string_view trace_json, std::vector<TransformStep>* steps);
 
 /// Error numbers of Ansor's MeasureErrorNO (0 = no error).
 enum class MeasureError : int {
@@ -74,6 +139,9 @@ struct MeasureRecord {
   int64_t timestamp = 0;              // r[3], unix seconds
   std::string version;                // "v0.6", ...
 
+  /// Empties every field but `steps`, which the parsers overwrite in place (reusing each step's
+  /// storage from the previous line).
+  void clear_all_but_steps();
   /// Mean of `costs` in seconds (the TenSet/TLP program cost); +inf when there is none.
   double mean_cost() const;
   /// True when the record measured successfully: error_no == 0 and all costs finite and > 0.
@@ -93,6 +161,7 @@ struct ReadStats {
   int64_t lines = 0;      // all lines, including comments and blanks
   int64_t records = 0;    // well-formed records delivered
   int64_t skipped = 0;    // malformed lines (sum of by_reason)
+  int64_t workload_tables = 0;  // MetaSchedule database_workload.json files (read as lookup tables)
   std::map<std::string, int64_t> skipped_by_reason;
   std::vector<std::string> examples;  // "file:line: reason", at most `max_examples`
   size_t max_examples = 20;
@@ -119,7 +188,18 @@ class RecordParser {
   Impl* impl_;
 };
 
-/// Streams every record of one file (plain or gzip). `fn` is called with each well-formed record;
+/// Parses a program given as one line, as a tuner hands candidates over: a MetaSchedule trace (a line
+/// whose first non-blank character is '[', parse_trace_json; only record->steps is set) or an Ansor
+/// record (anything else, `parser`). Returns an empty string on success, else the reason.
+std::string parse_program_line(std::string_view line, RecordParser& parser, MeasureRecord* record);
+
+/// Streams every record of one file (plain or gzip): Ansor record lines, or the lines of a
+/// MetaSchedule `database_tuning_record.json` (`[workload_index, [trace, run_secs, target, args]]`;
+/// the workload key is "ms:" + the structural hash of line workload_index of the sibling
+/// `database_workload.json`, the target is the target JSON, the costs are run_secs, and a record
+/// without run_secs, or with a cost >= 1e9 (what MetaSchedule commits for a failed run), gets error_no
+/// kUnknown). A workload table file itself delivers no records; it is counted in
+/// stats->workload_tables. `fn` is called with each well-formed record;
 /// the record object is reused, copy what you keep. Malformed lines and a truncated gzip stream are
 /// counted in `stats` with file:line. Throws tclm::Error only when the file cannot be opened.
 void read_record_file(const std::string& path,

@@ -53,9 +53,12 @@ WeightsFile load_weights(const std::string& path);
 std::string serialize_weights(const WeightsFile& weights);
 WeightsFile parse_weights(const std::string& bytes, const std::string& name_for_errors);
 
-/// Throws tclm::Error (starting with `name`, saying what to do) unless the weights were trained on this
-/// tclm's feature encoding (kFeatureVersion, tclm/feature.h): a model never reads features of another
-/// encoding version.
+/// Throws tclm::Error (starting with `name`, saying what to do) unless the weights were trained on one
+/// of this tclm's feature encodings (kFeatureVersion for Ansor steps, kTraceFeatureVersion for
+/// MetaSchedule traces; tclm/feature.h): a model never reads features of another encoding version.
 void check_feature_version(const WeightsFile& weights, const std::string& name);
+/// Throws tclm::Error (starting with `name`) when a model trained on `model_version` is given programs
+/// of the encoding `data_version` (e.g. an Ansor-trained model asked to score MetaSchedule traces).
+void check_feature_family(uint32_t model_version, uint32_t data_version, const std::string& name);
 
 }  // namespace tclm

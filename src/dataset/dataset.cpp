@@ -134,6 +134,20 @@ void Dataset::finalize() {
   }
 }
 
+uint32_t Dataset::feature_version() const {
+  int64_t trace = 0, ansor = 0;
+  for (size_t p = 0; p + 1 < prog_begin_.size(); ++p) {
+    if (prog_begin_[p] == prog_begin_[p + 1]) continue;
+    (is_trace_kind(static_cast<StepKind>(steps_[prog_begin_[p]].kind)) ? trace : ansor) += 1;
+  }
+  if (trace > 0 && ansor > 0) {
+    throw Error(fmt::format("the data mixes {} Ansor programs and {} MetaSchedule traces; a model reads one "
+                            "of the two encodings, so give them as separate datasets",
+                            ansor, trace));
+  }
+  return trace > 0 ? kTraceFeatureVersion : kFeatureVersion;
+}
+
 void Dataset::steps(uint32_t p, std::vector<StepView>* out) const {
   out->clear();
   for (uint64_t s = prog_begin_[p]; s < prog_begin_[p + 1]; ++s) {

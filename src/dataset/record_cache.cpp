@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include "common/bytes.h"
+#include "record/trace_reader.h"
 #include "tclm/dataset.h"
 #include "tclm/error.h"
 
@@ -13,7 +14,7 @@ namespace tclm {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'C', 'L', 'M', 'R', 'C', '0', '1'};
-constexpr uint32_t kCacheVersion = 1;
+constexpr uint32_t kCacheVersion = 2;  // 2: MetaSchedule databases are read
 
 void put_record(ByteWriter& w, const MeasureRecord& r, int64_t line) {
   w.put<int64_t>(line);
@@ -149,6 +150,12 @@ void read_record_file_cached(const std::string& path, const std::string& cache_d
                              const std::function<void(const MeasureRecord&, const RecordOrigin&)>& fn,
                              ReadStats* stats) {
   namespace fs = std::filesystem;
+  // MetaSchedule databases are read directly: a tuning-record file's records depend on the workload
+  // table beside it, which the cache key (this file's size and time) would not cover.
+  if (is_workload_table(path) || !workload_table_of(path).empty()) {
+    read_record_file(path, fn, stats);
+    return;
+  }
   std::error_code ec;
   const std::string abs = fs::absolute(path, ec).lexically_normal().string();
   const SourceId id = source_id(path);

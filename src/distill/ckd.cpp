@@ -170,7 +170,7 @@ torch::Tensor KnowledgeBase::ewc_penalty() {
 WeightsFile KnowledgeBase::deployable(const std::string& metadata_json) {
   WeightsFile w;
   export_to_weights(*model_, &w);
-  w.feature_version = kFeatureVersion;
+  w.feature_version = feature_version_;
   w.metadata_json = metadata_json;
   return w;
 }
@@ -190,6 +190,9 @@ struct CkdTrainer {
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
                            const CkdOptions& o) {
     if (train_tasks.empty()) throw Error("learn_platform(" + platform + "): no training tasks");
+    const uint32_t version = data.feature_version();
+    if (!kb.learned_.empty()) check_feature_family(kb.feature_version_, version, "platform " + platform);
+    kb.feature_version_ = version;
     const int pid = data.tasks()[train_tasks.front()].platform;
     for (const auto* list : {&train_tasks, &valid_tasks}) {
       for (uint32_t t : *list) {

@@ -99,6 +99,7 @@ class KnowledgeBase {
   MambaCostModel model_{nullptr};
   std::vector<torch::Tensor> fisher_, anchor_;  // aligned with model_->parameters()
   std::vector<std::string> learned_;
+  uint32_t feature_version_ = kFeatureVersion;  // the encoding of the platforms learned (one family)
 };
 
 struct CkdPhaseLog {

@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fmt/format.h>
+#include <string>
 #include <vector>
 
 #include "tclm/feature.h"
@@ -79,10 +81,78 @@ void pool_step_features(const float* x, int n_steps, float* out) {
   out[2 * F] = static_cast<float>(std::log2(1.0 + n_steps));
 }
 
+std::string feature_version_name(uint32_t version) {
+  if (version == kFeatureVersion) return "Ansor step encoding v" + std::to_string(version);
+  if (version == kTraceFeatureVersion) return "MetaSchedule trace encoding v" + std::to_string(version & 0xffff);
+  if ((version >> 16) == 1) return "MetaSchedule trace encoding v" + std::to_string(version & 0xffff);
+  if ((version >> 16) == 0) return "Ansor step encoding v" + std::to_string(version);
+  return fmt::format("unknown feature encoding 0x{:x}", version);
+}
+
+namespace {
+
+int annotation_key_index(std::string_view k) {
+  if (k == "meta_schedule.parallel") return 0;
+  if (k == "meta_schedule.vectorize") return 1;
+  if (k == "meta_schedule.unroll_explicit") return 2;
+  if (k == "meta_schedule.unroll_implicit") return 3;
+  if (k == "pragma_auto_unroll_max_step") return 4;
+  if (k == "pragma_unroll_explicit") return 5;
+  if (k.substr(0, 14) == "meta_schedule.") return 6;
+  return 7;
+}
+
+int scope_or_thread_index(std::string_view s) {
+  if (s.substr(0, 6) == "shared") return 0;
+  if (s.substr(0, 5) == "local") return 1;
+  if (s.substr(0, 8) == "blockIdx" || s.substr(0, 6) == "vthread") return 2;
+  if (s.substr(0, 9) == "threadIdx") return 3;
+  return -1;  // global and others
+}
+
+// One trace instruction (the resolved layout of tclm/record.h, trace_slot) -> trace_feature slots.
+void featurize_trace_step(const StepView& st, float* out) {
+  namespace tf = trace_feature;
+  namespace ts = trace_slot;
+  out[tf::kKind + static_cast<int>(st.kind) - kFirstTraceKind] = 1.0f;
+  const int64_t* a = st.ints;
+  const int n = st.n_ints;
+  auto at = [&](int i) { return i < n ? static_cast<double>(a[i]) : 0.0; };
+  out[tf::kNumInputs] = log_magnitude(at(ts::kNumInputs));
+  out[tf::kNumOutputs] = log_magnitude(at(ts::kNumOutputs));
+  if (at(ts::kValueKnown) != 0) {
+    out[tf::kValue] = log_magnitude(at(ts::kValue));
+    out[tf::kValueKnown] = 1.0f;
+  }
+  out[tf::kInPostproc] = at(ts::kInPostproc) != 0 ? 1.0f : 0.0f;
+  if (st.list_pos >= 0 && st.n_list > 0 && st.list_pos + st.n_list <= n) {
+    double prod = 1;
+    for (int i = 0; i < st.n_list; ++i) {
+      const double v = static_cast<double>(a[st.list_pos + i]);
+      if (i < 4) out[tf::kList + i] = log_magnitude(v);
+      prod *= std::max(v, 0.0);
+    }
+    out[tf::kListProduct] = log_magnitude(prod);
+    out[tf::kListSize] = static_cast<float>(st.n_list) / 4.0f;
+  }
+  if (st.kind == StepKind::kTraceAnnotate || st.kind == StepKind::kTraceUnannotate) {
+    out[tf::kAnnotationKey + annotation_key_index(st.str)] = 1.0f;
+  } else if (!st.str.empty() && st.kind != StepKind::kTraceOther) {
+    const int i = scope_or_thread_index(st.str);
+    if (i >= 0) out[tf::kScope + i] = 1.0f;
+  }
+}
+
+}  // namespace
+
 void featurize_step(const StepView& st, float* out) {
   std::memset(out, 0, sizeof(float) * kStepFeatureDim);
   const int kind = static_cast<int>(st.kind);
   if (kind < 0 || kind >= kNumStepKinds) return;
+  if (is_trace_kind(st.kind)) {
+    featurize_trace_step(st, out);
+    return;
+  }
   out[slot::kKind + kind] = 1.0f;
   const int64_t* a = st.ints;
   const int n = st.n_ints;
@@ -292,7 +362,10 @@ class LoopTracker {
 
 int featurize_program(const StepView* steps, size_t n_steps, int max_steps, float* out) {
   const int used = static_cast<int>(std::min<size_t>(n_steps, static_cast<size_t>(std::max(max_steps, 0))));
-  LoopTracker tracker(steps);
+  if (n_steps > 0 && is_trace_kind(steps[0].kind)) {  // a MetaSchedule trace: values resolved when parsed
+    for (int t = 0; t < used; ++t) featurize_step(steps[t], out + static_cast<size_t>(t) * kStepFeatureDim);
+  } else {
+    LoopTracker tracker(steps);
   for (int t = 0; t < used; ++t) {
     float* row = out + static_cast<size_t>(t) * kStepFeatureDim;
     featurize_step(steps[t], row);
@@ -301,6 +374,7 @@ int featurize_program(const StepView* steps, size_t n_steps, int max_steps, floa
       row[slot::kLoopExtent] = log_magnitude(extent);
       row[slot::kExtentKnown] = 1.0f;
     }
+  }
   }
   if (used < max_steps) {
     std::memset(out + static_cast<size_t>(used) * kStepFeatureDim, 0,

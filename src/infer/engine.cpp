@@ -52,6 +52,7 @@ constexpr float kLayerNormEps = 1e-5f;  // as src/model/mamba.cpp (upstream Mamb
 
 struct CostModelEngine::Model {
   MambaConfig cfg;
+  uint32_t feature_version = kFeatureVersion;  // the encoding family the model reads
   int F = 0, D = 0, E = 0, N = 0, R = 0, K = 0, H = 0;
   int64_t Dp = 0, Ep = 0, XZp = 0, DBCp = 0, Hp = 0;
 
@@ -165,6 +166,7 @@ CostModelEngine::CostModelEngine(const WeightsFile& w, const std::string& name) 
 
   auto m = std::make_shared<Model>();
   m->cfg = cfg;
+  m->feature_version = w.feature_version;
   m->F = cfg.n_features;
   m->D = cfg.d_model;
   m->E = cfg.d_inner();
@@ -235,6 +237,7 @@ CostModelEngine& CostModelEngine::operator=(CostModelEngine&&) noexcept = defaul
 CostModelEngine::~CostModelEngine() = default;
 
 const MambaConfig& CostModelEngine::config() const { return model_->cfg; }
+uint32_t CostModelEngine::feature_version() const { return model_->feature_version; }
 
 void CostModelEngine::set_threads(int threads) {
   if (threads < 0) throw Error(fmt::format("CostModelEngine: threads must be >= 0 (0 = all cores), got {}", threads));
@@ -609,10 +612,14 @@ template <class GetViews>
 struct ViewSource {
   GetViews get;  // (size_t i, std::vector<StepView>* out)
   int max_steps;
+  uint32_t feature_version;
   std::vector<StepView> views;
   int64_t prepare(size_t i) {
     views.clear();
     get(i, &views);
+    if (!views.empty() && feature_version_of(views[0].kind) != feature_version) {
+      check_feature_family(feature_version, feature_version_of(views[0].kind), fmt::format("program {}", i));
+    }
     return std::min<int64_t>(static_cast<int64_t>(views.size()), max_steps);
   }
   void fill(size_t, float* out, uint8_t* real) {
@@ -623,8 +630,8 @@ struct ViewSource {
 };
 
 template <class GetViews>
-ViewSource<GetViews> make_view_source(GetViews get, int max_steps) {
-  ViewSource<GetViews> s{std::move(get), max_steps, {}};
+ViewSource<GetViews> make_view_source(GetViews get, int max_steps, uint32_t feature_version) {
+  ViewSource<GetViews> s{std::move(get), max_steps, feature_version, {}};
   return s;
 }
 
@@ -651,7 +658,7 @@ void CostModelEngine::predict_programs(const std::vector<TransformStep>* program
         [programs](size_t i, std::vector<StepView>* out) {
           for (const TransformStep& s : programs[i]) out->push_back(view_of(s));
         },
-        max_steps_);
+        max_steps_, model_->feature_version);
   });
 }
 
@@ -665,7 +672,7 @@ void CostModelEngine::predict_views(size_t n, const std::function<void(size_t, s
                                     float* scores) const {
   if (n == 0) return;
   if (!steps_of || scores == nullptr) throw Error("CostModelEngine::predict_views: null callback or pointer");
-  run_workers(*model_, n, scores, threads_, [&] { return make_view_source(std::cref(steps_of), max_steps_); });
+  run_workers(*model_, n, scores, threads_, [&] { return make_view_source(std::cref(steps_of), max_steps_, model_->feature_version); });
 }
 
 namespace {
@@ -674,13 +681,19 @@ struct LineSource {
   const std::vector<std::string_view>* lines;
   std::vector<std::string>* errors;
   int max_steps;
+  uint32_t feature_version;
   std::unique_ptr<RecordParser> parser = std::make_unique<RecordParser>();
   MeasureRecord record;
   std::vector<StepView> views;
-  LineSource(const std::vector<std::string_view>* l, std::vector<std::string>* e, int ms)
-      : lines(l), errors(e), max_steps(ms) {}
+  LineSource(const std::vector<std::string_view>* l, std::vector<std::string>* e, int ms, uint32_t fv)
+      : lines(l), errors(e), max_steps(ms), feature_version(fv) {}
   int64_t prepare(size_t i) {
-    std::string why = parser->parse((*lines)[i], &record);
+    std::string why = parse_program_line((*lines)[i], *parser, &record);
+    if (why.empty() && !record.steps.empty() && feature_version_of(record.steps[0].kind) != feature_version) {
+      why = fmt::format("a {} program, but the model was trained on {}",
+                        is_trace_kind(record.steps[0].kind) ? "MetaSchedule trace" : "Ansor record",
+                        feature_version_name(feature_version));
+    }
     if (!why.empty()) {
       if (errors) (*errors)[i] = std::move(why);
       return -1;
@@ -703,7 +716,7 @@ std::vector<float> CostModelEngine::predict_record_lines(const std::vector<std::
   std::vector<float> scores(lines.size());
   if (errors) errors->assign(lines.size(), std::string());
   run_workers(*model_, lines.size(), scores.data(), threads_,
-              [&] { return LineSource{&lines, errors, max_steps_}; });
+              [&] { return LineSource{&lines, errors, max_steps_, model_->feature_version}; });
   return scores;
 }
 

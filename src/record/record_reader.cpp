@@ -9,6 +9,7 @@
 #include <simdjson.h>
 
 #include "common/line_reader.h"
+#include "record/trace_reader.h"
 #include "tclm/error.h"
 #include "tclm/record.h"
 
@@ -18,7 +19,7 @@ namespace od = simdjson::ondemand;
 
 namespace {
 
-constexpr std::string_view kStepNames[kNumStepKinds] = {
+constexpr std::string_view kStepNames[kNumAnsorStepKinds] = {
     "AN", "FU", "PR", "RE", "SP", "FSP", "FFSP", "SA", "CA", "CI", "CR", "CHR", "CHW", "RF"};
 
 // A parse failure: where in the document and why.
@@ -136,11 +137,12 @@ bool parse_step(od::value v, TransformStep* step, std::string* why) {
 
 std::string_view step_kind_name(StepKind kind) {
   auto i = static_cast<size_t>(kind);
-  return i < kNumStepKinds ? kStepNames[i] : std::string_view("??");
+  if (i < kNumAnsorStepKinds) return kStepNames[i];
+  return i < kNumStepKinds ? trace_kind_name(kind) : std::string_view("??");
 }
 
 bool parse_step_kind(std::string_view prefix, StepKind* kind) {
-  for (int i = 0; i < kNumStepKinds; ++i) {
+  for (int i = 0; i < kNumAnsorStepKinds; ++i) {
     if (kStepNames[i] == prefix) {
       *kind = static_cast<StepKind>(i);
       return true;
@@ -287,15 +289,19 @@ struct RecordParser::Impl {
 RecordParser::RecordParser() : impl_(new Impl) {}
 RecordParser::~RecordParser() { delete impl_; }
 
+void MeasureRecord::clear_all_but_steps() {
+  workload_key.clear();
+  target.clear();
+  hw_params.clear();
+  costs.clear();
+  error_no = 0;
+  all_cost = 0;
+  timestamp = 0;
+  version.clear();
+}
+
 std::string RecordParser::parse(std::string_view line, MeasureRecord* r) {
-  r->workload_key.clear();
-  r->target.clear();
-  r->hw_params.clear();
-  r->costs.clear();
-  r->error_no = 0;
-  r->all_cost = 0;
-  r->timestamp = 0;
-  r->version.clear();
+  r->clear_all_but_steps();
 
   auto& padded = impl_->padded;
   if (padded.size() < line.size() + simdjson::SIMDJSON_PADDING) {
@@ -341,6 +347,12 @@ std::string RecordParser::parse(std::string_view line, MeasureRecord* r) {
   return {};
 }
 
+std::string parse_program_line(std::string_view line, RecordParser& parser, MeasureRecord* record) {
+  const size_t p = line.find_first_not_of(" \t\r\n");
+  if (p != std::string_view::npos && line[p] == '[') return parse_trace_json(line, &record->steps);
+  return parser.parse(line, record);
+}
+
 // ---------------------------------------------------------------------------------------------
 void ReadStats::skip(const std::string& file, int64_t line, const std::string& reason) {
   ++skipped;
@@ -359,6 +371,7 @@ void ReadStats::merge(const ReadStats& o) {
   lines += o.lines;
   records += o.records;
   skipped += o.skipped;
+  workload_tables += o.workload_tables;
   for (const auto& [k, v] : o.skipped_by_reason) skipped_by_reason[k] += v;
   for (const auto& e : o.examples) {
     if (examples.size() < max_examples) examples.push_back(e);
@@ -366,8 +379,11 @@ void ReadStats::merge(const ReadStats& o) {
 }
 
 std::string ReadStats::report() const {
-  std::string out = fmt::format("{} files, {} lines, {} records, {} skipped lines\n", files, lines,
-                                records, skipped);
+  std::string out = fmt::format("{} files, {} lines, {} records, {} skipped lines{}\n", files, lines, records,
+                                skipped,
+                                workload_tables ? fmt::format(" ({} MetaSchedule workload tables read as lookups)",
+                                                              workload_tables)
+                                                : "");
   for (const auto& [k, v] : skipped_by_reason) out += fmt::format("  skipped {:>8}  {}\n", v, k);
   if (!examples.empty()) {
     out += "  first skipped lines:\n";
@@ -379,16 +395,35 @@ std::string ReadStats::report() const {
 void read_record_file(const std::string& path,
                       const std::function<void(const MeasureRecord&, const RecordOrigin&)>& fn,
                       ReadStats* stats) {
+  ++stats->files;
+  if (is_workload_table(path)) {  // a lookup table for the tuning records beside it, not records
+    ++stats->workload_tables;
+    return;
+  }
   LineReader reader(path);
   RecordParser parser;
   MeasureRecord record;
   std::string_view line;
-  ++stats->files;
+  // MetaSchedule tuning records (JSON arrays) name their workload by an index into the table beside
+  // the file; it is read at the first such line.
+  bool have_table = false;
+  std::vector<std::string> workload_keys;
+  std::string table;
   while (reader.next(&line)) {
     ++stats->lines;
     size_t p = line.find_first_not_of(" \t");
     if (p == std::string_view::npos || line[p] == '#') continue;  // blank or comment
-    std::string why = parser.parse(line, &record);
+    std::string why;
+    if (line[p] == '[') {
+      if (!have_table) {
+        table = workload_table_of(path);
+        workload_keys = read_workload_table(table, stats);
+        have_table = true;
+      }
+      why = parse_tuning_record_json(line, workload_keys, table.empty() ? "database_workload.json" : table, &record);
+    } else {
+      why = parser.parse(line, &record);
+    }
     if (!why.empty()) {
       stats->skip(path, reader.line_number(), why);
       continue;

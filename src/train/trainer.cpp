@@ -116,8 +116,12 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
   torch::manual_seed(o.seed);
   std::mt19937_64 rng(o.seed ^ 0x5eedULL);
 
+  const uint32_t feature_version = data.feature_version();
   CostModel model = make_cost_model(o, static_cast<int>(data.platforms().size()));
-  if (o.init) load_into_model(*o.init, *model);
+  if (o.init) {
+    check_feature_family(o.init->feature_version, feature_version, "the initial model (--init)");
+    load_into_model(*o.init, *model);
+  }
   std::vector<torch::optim::OptimizerParamGroup> param_groups;
   param_groups.emplace_back(model->decay_parameters(),
                             std::make_unique<torch::optim::AdamOptions>(torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay)));
@@ -204,7 +208,7 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
       result.best_epoch = epoch;
       result.best = WeightsFile{};
       export_to_weights(*model, &result.best);
-      result.best.feature_version = kFeatureVersion;
+      result.best.feature_version = feature_version;
       result.best.metadata_json = fmt::format(
           "{{\"epoch\": {}, \"valid_top1\": {:.6f}, \"valid_top5\": {:.6f}, \"loss\": \"{}\", \"seed\": {}, "
           "\"extra\": {}}}",
@@ -219,7 +223,7 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
     if (!o.out_dir.empty()) {
       WeightsFile ckpt;
       export_to_weights(*model, &ckpt);
-      ckpt.feature_version = kFeatureVersion;
+      ckpt.feature_version = feature_version;
       ckpt.metadata_json = fmt::format("{{\"epoch\": {}, \"checkpoint\": true}}", epoch);
       save_weights(ckpt, (std::filesystem::path(o.out_dir) / "checkpoint.tclm").string());
       if (better) save_weights(result.best, (std::filesystem::path(o.out_dir) / "best.tclm").string());

@@ -408,11 +408,22 @@ WeightsFile load_weights(const std::string& path) {
 }
 
 void check_feature_version(const WeightsFile& w, const std::string& name) {
-  if (w.feature_version != kFeatureVersion) {
+  if (w.feature_version != kFeatureVersion && w.feature_version != kTraceFeatureVersion) {
     throw Error(fmt::format(
-        "{}: the model was trained on feature encoding v{}, but this tclm encodes steps as v{}; "
-        "retrain the model with this version (tclm train) or use the tclm release that made it",
-        name, w.feature_version, kFeatureVersion));
+        "{}: the model was trained on a feature encoding this tclm does not read ({}; this tclm encodes "
+        "Ansor records as {} and MetaSchedule traces as {}); retrain the model with this version (tclm "
+        "train) or use the tclm release that made it",
+        name, feature_version_name(w.feature_version), feature_version_name(kFeatureVersion),
+        feature_version_name(kTraceFeatureVersion)));
+  }
+}
+
+void check_feature_family(uint32_t model_version, uint32_t data_version, const std::string& name) {
+  if (model_version != data_version) {
+    throw Error(fmt::format("{}: the model was trained on {} but the programs to score are in {}; use a model "
+                            "trained on data of the same tuner (tclm train -d on {})",
+                            name, feature_version_name(model_version), feature_version_name(data_version),
+                            data_version == kTraceFeatureVersion ? "MetaSchedule databases" : "Ansor records"));
   }
 }
 

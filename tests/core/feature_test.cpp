@@ -27,7 +27,7 @@ std::vector<float> feat(const TransformStep& s) {
 TEST(Feature, LayoutIsConsistent) {
   EXPECT_EQ(slot::kGeneric + slot::kNumGeneric, slot::kLoopExtent);
   EXPECT_EQ(slot::kExtentKnown + 1, kStepFeatureDim);
-  EXPECT_EQ(slot::kStage, kNumStepKinds);
+  EXPECT_EQ(slot::kStage, kNumAnsorStepKinds);
 }
 
 TEST(Feature, LogMagnitude) {
@@ -41,7 +41,7 @@ TEST(Feature, SplitStep) {
   auto v = feat(step(StepKind::kSplit, {2, 4, 128, 4, 1, 2, 1}, "", 3, 3));
   EXPECT_EQ(v[slot::kKind + static_cast<int>(StepKind::kSplit)], 1.0f);
   float kind_sum = 0;
-  for (int i = 0; i < kNumStepKinds; ++i) kind_sum += v[i];
+  for (int i = 0; i < kNumAnsorStepKinds; ++i) kind_sum += v[i];
   EXPECT_EQ(kind_sum, 1.0f);
   EXPECT_FLOAT_EQ(v[slot::kStage], 2.0f / 32);
   EXPECT_FLOAT_EQ(v[slot::kIter], 4.0f / 32);

@@ -500,7 +500,7 @@ TEST(InferEngine, RefusesOtherModelsAndDamagedWeights) {
   refuse(w, "model kind");
   w = good;
   w.feature_version = kFeatureVersion + 1;
-  refuse(w, "feature encoding v" + std::to_string(kFeatureVersion + 1));
+  refuse(w, "Ansor step encoding v" + std::to_string(kFeatureVersion + 1));
   w = good;
   w.feature_version = kFeatureVersion - 1;
   refuse(w, "feature encoding");
@@ -561,7 +561,7 @@ TEST(InferEngine, LoadRefusesCorruptFilesNamingThem) {
   save_weights(old, dir.file("v1.tclm"));
   msg = error_of([&] { CostModelEngine::load(dir.file("v1.tclm")); });
   EXPECT_NE(msg.find("v1.tclm"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("feature encoding v1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Ansor step encoding v1"), std::string::npos) << msg;
 }
 
 TEST(InferEngine, RejectsBadArguments) {
