@@ -1,21 +1,40 @@
 #!/usr/bin/env bash
 # Reproduces docs/model-study.md: Mamba against the baselines (tclm compare) on two GPUs and one CPU of
 # ../shared/data, and the Mamba hyper-parameter sweep (tclm sweep, the paper's Table 2) on one GPU.
-# Usage: scripts/results-compare.sh [extra args for both commands]   (needs ../shared/data; ~1.5 h on 2 cores)
-# Env: TCLM_RESULTS_OUT (default out/model-study), TCLM_BIN, SKIP_COMPARE=1, SKIP_SWEEP=1.
+# Usage: scripts/results-compare.sh [extra args for every command]   (needs ../shared/data)
+# Time on 2 cores: K80 ~1.5 h (the attention model is most of it), A100 and Ryzen ~15 min each, sweep ~1.5 h.
+# Every run is resumable (--resume): rerunning the script skips models already trained with the same options.
+# Env: TCLM_RESULTS_OUT (default out/model-study), TCLM_BIN, PLATFORMS (default "k80 a100 ryzen"),
+#      SKIP_COMPARE=1, SKIP_SWEEP=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=${TCLM_SHARED_DATA:-../shared/data}
 out=${TCLM_RESULTS_OUT:-out/model-study}
 bin=${TCLM_BIN:-./build/tclm}
-common=(--cache-dir out/cache --epochs 6 --patience 3 --quiet)
+common=(--cache-dir out/cache --epochs 6 --patience 3 --quiet --resume)
 mkdir -p "$out"
+
+# -d arguments for every stored file of one machine (MANIFEST_files.tsv column 7 = hardware), skipping
+# best-only logs (one or two records per workload: nothing to rank).
+files_of() {  # name hardware-regex
+  awk -F'\t' -v hw="$2" -v name="$1" -v root="$shared" \
+    'NR > 1 && $7 ~ hw && $15 != "best-only" && $15 != "n/a" {print "-d"; print name "=" root "/" $1}' \
+    "$shared/MANIFEST_files.tsv"
+}
+
 if [ -z "${SKIP_COMPARE:-}" ]; then
-  for spec in "k80=$shared/roller_osdi22/k80" "v100=$shared/roller_osdi22/v100" \
-              "platinum8358=$shared/tlcbench_platinum8358"; do
-    name=${spec%%=*}
+  for name in ${PLATFORMS:-k80 a100 ryzen}; do
+    case $name in
+      k80) args=(-d "k80=$shared/roller_osdi22/k80" --seeds 1) ;;            # 92K programs, 117 workloads
+      v100) args=(-d "v100=$shared/roller_osdi22/v100" --seeds 1) ;;
+      mi50) args=(-d "mi50=$shared/roller_osdi22/mi50" --seeds 1) ;;
+      platinum8358) args=(-d "platinum8358=$shared/tlcbench_platinum8358" --seeds 1) ;;
+      a100) mapfile -t args < <(files_of a100 "A100"); args+=(--seeds 3) ;;  # 11.5K programs, 40 workloads
+      ryzen) mapfile -t args < <(files_of ryzen "8 cores \\(likely AMD"); args+=(--seeds 3) ;;  # 7.5K, 29
+      *) echo "unknown platform $name" >&2; exit 2 ;;
+    esac
     echo "== compare $name" >&2
-    "$bin" compare -d "$spec" -o "$out/compare-$name" "${common[@]}" "$@" | tee "$out/compare-$name.txt"
+    "$bin" compare "${args[@]}" -o "$out/compare-$name" "${common[@]}" "$@" | tee "$out/compare-$name.txt"
   done
 fi
 if [ -z "${SKIP_SWEEP:-}" ]; then

@@ -102,15 +102,76 @@ Run run_xgboost(const Dataset& d, const Split& s, uint64_t seed, int threads, bo
 
 std::string csv_header() {
   return "model,seed,params,bytes,train_seconds,best_epoch,test_tasks,top1,top5,top1_task_mean,top5_task_mean,"
-         "pairwise,random_top1,random_top5,candidates_per_second,engine_candidates_per_second";
+         "pairwise,random_top1,random_top5,candidates_per_second,engine_candidates_per_second,random_top1_task_mean";
 }
 
 std::string csv_row(const Run& r) {
   const auto& t = r.test;
-  return fmt::format("{},{},{},{},{:.2f},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.1f},{:.1f}", r.model,
-                     r.seed, r.params, r.bytes, r.train_seconds, r.best_epoch, t.tasks, t.top1.pooled, t.top5.pooled,
-                     t.top1.task_mean, t.top5.task_mean, t.pairwise, t.random_top1.pooled, t.random_top5.pooled,
-                     r.candidates_per_second, r.engine_candidates_per_second);
+  return fmt::format("{},{},{},{},{:.2f},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.1f},{:.1f},{:.6f}",
+                     r.model, r.seed, r.params, r.bytes, r.train_seconds, r.best_epoch, t.tasks, t.top1.pooled,
+                     t.top5.pooled, t.top1.task_mean, t.top5.task_mean, t.pairwise, t.random_top1.pooled,
+                     t.random_top5.pooled, r.candidates_per_second, r.engine_candidates_per_second,
+                     t.random_top1.task_mean);
+}
+
+/// Inverse of csv_row (for --resume); throws on a row of another layout.
+Run parse_csv_row(const std::string& row, const std::string& where) {
+  std::vector<std::string> f;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = row.find(',', start);
+    f.push_back(row.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (f.size() != 17) throw Error(fmt::format("{}: expected 17 comma-separated fields, found {}", where, f.size()));
+  try {
+    Run r;
+    RankingReport& t = r.test;
+    r.model = f[0];
+    r.seed = std::stoull(f[1]);
+    r.params = std::stoll(f[2]);
+    r.bytes = std::stoll(f[3]);
+    r.train_seconds = std::stod(f[4]);
+    r.best_epoch = std::stoi(f[5]);
+    t.tasks = std::stoi(f[6]);
+    t.top1.pooled = std::stod(f[7]);
+    t.top5.pooled = std::stod(f[8]);
+    t.top1.task_mean = std::stod(f[9]);
+    t.top5.task_mean = std::stod(f[10]);
+    t.pairwise = std::stod(f[11]);
+    t.random_top1.pooled = std::stod(f[12]);
+    t.random_top5.pooled = std::stod(f[13]);
+    r.candidates_per_second = std::stod(f[14]);
+    r.engine_candidates_per_second = std::stod(f[15]);
+    t.random_top1.task_mean = std::stod(f[16]);
+    return r;
+  } catch (const std::logic_error&) {
+    throw Error(where + ": a field is not a number");
+  }
+}
+
+/// One model run of a study, finished or reused. Every finished run leaves `<dir>/result.csv`: a line
+/// naming the options that produced it (`fingerprint`), the CSV header and its row. With `resume`, a
+/// result whose fingerprint matches is read back instead of training again, so an interrupted study
+/// (hours on 2 cores) continues where it stopped; a result of other options is retrained, with a note.
+template <class F>
+Run run_or_resume(const std::string& dir, const std::string& fingerprint, bool resume, bool quiet, F&& run) {
+  const std::string path = dir + "/result.csv";
+  if (resume && std::filesystem::exists(path)) {
+    const std::string text = read_file(path);
+    const size_t a = text.find('\n'), b = a == std::string::npos ? a : text.find('\n', a + 1);
+    if (b != std::string::npos && text.compare(0, a, "# " + fingerprint) == 0) {
+      Run r = parse_csv_row(text.substr(b + 1, text.find('\n', b + 1) - b - 1), path + ":3");
+      if (!quiet) std::fprintf(stderr, "   reusing %s\n", path.c_str());
+      return r;
+    }
+    if (!quiet) std::fprintf(stderr, "   %s was made with other options; training again\n", path.c_str());
+  }
+  Run r = run();
+  std::filesystem::create_directories(dir);
+  write_file_atomic(path, "# " + fingerprint + "\n" + csv_header() + "\n" + csv_row(r) + "\n");
+  return r;
 }
 
 struct MeanStd {
@@ -180,16 +241,32 @@ struct StudyOptions {
   std::string out;
   int seeds = 1;
   bool quiet = false;
+  bool resume = false;
 
   void add_to(CLI::App* cmd) {
     data.add_to(cmd, true);
     cmd->add_option("--epochs", train.epochs, "Maximum epochs per neural model")->check(CLI::Range(1, 100000));
     cmd->add_option("--patience", train.patience, "Early stopping: epochs without a better validation top-1")
         ->check(CLI::Range(1, 100000));
+    cmd->add_option("--min-steps", train.min_steps,
+                    "At least this many optimizer steps per neural model (more epochs and patience on small data)")
+        ->check(CLI::Range(0, 100000000));
     cmd->add_option("--seeds", seeds, "Train every model with seeds 0..N-1 (mean ± standard deviation)")
         ->check(CLI::Range(1, 100));
     cmd->add_option("--threads", train.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
     cmd->add_flag("--quiet", quiet, "No progress display");
+    cmd->add_flag("--resume", resume,
+                  "Reuse the result of every model already trained in --out with the same options (each run "
+                  "leaves <dir>/result.csv), so an interrupted study continues where it stopped");
+  }
+
+  /// What a run's result depends on besides the model and seed (compared by --resume).
+  std::string fingerprint(const std::string& label, int seed) const {
+    std::string srcs;
+    for (const auto& src : data.sources) srcs += src + ";";
+    return fmt::format("{} seed={} data={} max_steps={} split={}:{}:{}:{} epochs={} patience={} min_steps={}", label,
+                       seed, srcs, data.max_steps, data.split, data.split_seed, data.test_fraction,
+                       data.valid_fraction, train.epochs, train.patience, train.min_steps);
   }
 
   Dataset load_and_split(Split* s) {
@@ -232,14 +309,13 @@ Command add_compare_command(CLI::App& app) {
                      for (const auto& k : kinds) {
                        const std::string dir = fmt::format("{}/{}-s{}", o->out, k, seed);
                        if (!o->quiet) std::fprintf(stderr, "== %s, seed %d\n", k.c_str(), seed);
-                       if (k == "xgboost") {
-                         runs.push_back(run_xgboost(d, s, seed, o->train.threads, !o->quiet, dir));
-                       } else {
+                       runs.push_back(run_or_resume(dir, o->fingerprint(k, seed), o->resume, o->quiet, [&] {
+                         if (k == "xgboost") return run_xgboost(d, s, seed, o->train.threads, !o->quiet, dir);
                          TrainOptions to = o->train;
                          to.model_kind = k;
                          to.seed = static_cast<uint64_t>(seed);
-                         runs.push_back(run_neural(d, s, to, k, dir));
-                       }
+                         return run_neural(d, s, to, k, dir);
+                       }));
                        write_outputs(o->out, "compare", runs, "");  // partial results survive an interruption
                      }
                    }
@@ -399,7 +475,9 @@ Command add_sweep_command(CLI::App& app) {
                          TrainOptions to = o->train;
                          to.model = c;
                          to.seed = static_cast<uint64_t>(seed);
-                         done[key] = run_neural(d, s, to, label, fmt::format("{}/{}-s{}", o->out, label, seed));
+                         const std::string dir = fmt::format("{}/{}-s{}", o->out, label, seed);
+                         done[key] = run_or_resume(dir, o->fingerprint(label, seed), o->resume, o->quiet,
+                                                   [&] { return run_neural(d, s, to, label, dir); });
                          runs.push_back(done[key]);
                        }
                        const int value = param == "grid" ? 0 : *mamba_field(const_cast<MambaConfig&>(c), param);

@@ -13,6 +13,21 @@ file(READ ${OUT}/compare/compare.md table)
 if(NOT table MATCHES "\\| mlp \\| 1 \\|" OR NOT table MATCHES "\\| xgboost \\| 1 \\|")
   message(FATAL_ERROR "compare.md lacks a model row:\n${table}")
 endif()
+# --resume: the same options reuse both finished runs (identical table, no training); other options retrain.
+file(READ ${OUT}/compare/compare.csv first_csv)
+execute_process(COMMAND ${TCLM} compare -d k80=${DATA} --models mlp,xgboost --epochs 1 --resume -o ${OUT}/compare
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+file(READ ${OUT}/compare/compare.csv resumed_csv)
+string(REGEX MATCHALL "reusing [^\n]*result.csv" reused "${err}")
+list(LENGTH reused n_reused)
+if(NOT rc EQUAL 0 OR NOT n_reused EQUAL 2 OR NOT first_csv STREQUAL resumed_csv)
+  message(FATAL_ERROR "compare --resume did not reuse both runs (rc ${rc}, ${n_reused} reused):\n${err}\n${resumed_csv}")
+endif()
+execute_process(COMMAND ${TCLM} compare -d k80=${DATA} --models mlp --epochs 2 --resume -o ${OUT}/compare
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "made with other options")
+  message(FATAL_ERROR "compare --resume with other options did not retrain (rc ${rc}):\n${err}")
+endif()
 file(WRITE ${OUT}/grid.json "{\"base\": {\"d_model\": 16}, \"vary\": {\"d_conv\": [2, 4]}}")
 execute_process(COMMAND ${TCLM} sweep -d k80=${DATA} --grid ${OUT}/grid.json --epochs 1 --quiet -o ${OUT}/sweep
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
