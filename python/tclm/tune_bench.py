@@ -1,0 +1,213 @@
+"""Tuning benchmark: MetaSchedule on this machine's CPU with TVM's default XGBoost cost model, with
+tclm, and with random scores, on a fixed set of operators; best latency against the number of
+measurements and against wall time.
+
+    python -m tclm.tune_bench --out out/tune-bench --workloads matmul-512 --models xgb,tclm,random \\
+        --seeds 2 --trials 64
+
+Every (workload, model, seed) run tunes with the same search settings (evolutionary search, the same
+population, LocalBuilder/LocalRunner on this machine) and logs each measurement with a measure
+callback: tune.csv has one row per measured candidate (wall seconds since the run started, its mean
+run time in seconds, the best so far). summary.csv / summary.md give per workload and model, on the
+median-over-seeds curve of best latency against measurements (what tune.png draws), the final latency,
+the measurements needed to reach the XGBoost curve's final latency and the ratio of XGBoost's own
+measurements to that. A run is resumable: a finished run (its rows in runs/<name>.csv) is not repeated.
+
+Models: ``xgb`` (TVM's default, ``cost_model="xgb"``, needs the xgboost package), ``random``
+(``cost_model="random"``), ``tclm`` (:class:`tclm.metaschedule.TclmCostModel`, fine-tuned online on
+what it measured; ``--tclm-model`` gives it a starting model, e.g. one trained on MetaSchedule
+databases collected on this machine for other workloads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import sys
+import time
+
+WORKLOADS = {
+    # name: (te_workload function, arguments)
+    "matmul-512": ("matmul", (512, 512, 512)),
+    "matmul-1024": ("matmul", (1024, 1024, 1024)),
+    "dense-16x1024": ("matmul", (16, 1024, 1024)),
+    "conv2d-resnet": ("conv2d_nhwc", (1, 56, 56, 64, 64, 3, 1, 1)),
+    "matmul-128": ("matmul", (128, 128, 128)),
+}
+
+
+def _ms():
+    from tvm.s_tir import meta_schedule as ms
+    return ms
+
+
+def make_workload(name):
+    from tvm import te
+    from tvm.s_tir.meta_schedule.testing import te_workload
+
+    fn, args = WORKLOADS[name]
+    return te.create_prim_func(getattr(te_workload, fn)(*args))
+
+
+def tune_one(workload, model_name, seed, trials, per_iter, population, work_dir, cores, tclm_model, rows_out):
+    import tvm
+    from tvm.ir.utils import derived_object
+    from tvm.target import Target
+
+    ms = _ms()
+    mod = make_workload(workload)
+    target = Target({"kind": "llvm", "num-cores": cores})
+    t0 = time.time()
+    log = []
+
+    @derived_object
+    class Logger(ms.measure_callback.PyMeasureCallback):
+        def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results):
+            now = time.time() - t0
+            for b, r in zip(builder_results, runner_results):
+                secs = [float(getattr(x, "value", x)) for x in (r.run_secs or [])]
+                ok = b.error_msg is None and r.error_msg is None and secs and all(0 < s < 1e9 for s in secs)
+                log.append((now, statistics.mean(secs) if ok else float("inf")))
+
+    cost_model = model_name
+    tclm_cm = None
+    if model_name == "tclm":
+        from .metaschedule import TclmCostModel
+
+        tclm_cm = TclmCostModel(model=tclm_model, work_dir=os.path.join(work_dir, "tclm"), seed=seed,
+                                min_new_records=per_iter, max_train_share=0.25, epochs=100)
+        cost_model = tclm_cm
+    callbacks = ms.measure_callback.MeasureCallback.create("default") + [Logger()]
+    ms.tune_tir(
+        mod, target, os.path.join(work_dir, "tune"), max_trials_global=trials, num_trials_per_iter=per_iter,
+        cost_model=cost_model, measure_callbacks=callbacks,
+        strategy=ms.search_strategy.EvolutionarySearch(population_size=population),
+        runner=ms.runner.LocalRunner(timeout_sec=30),
+        builder=ms.builder.LocalBuilder(max_workers=cores, timeout_sec=60), num_tuning_cores=cores, seed=seed)
+    best = float("inf")
+    for i, (wall, lat) in enumerate(log):
+        best = min(best, lat)
+        rows_out.append({"workload": workload, "model": model_name, "seed": seed, "trial": i + 1,
+                         "wall_seconds": f"{wall:.3f}", "latency_seconds": f"{lat:.9g}",
+                         "best_seconds": f"{best:.9g}"})
+    extra = tclm_cm.stats() if tclm_cm is not None else {}
+    return {"seconds": time.time() - t0, "measured": len(log), **extra}
+
+
+FIELDS = ["workload", "model", "seed", "trial", "wall_seconds", "latency_seconds", "best_seconds"]
+
+
+def median_curve(runs):
+    """Trial-wise median over seeds of the best-so-far latency (runs: one sorted row list per seed)."""
+    n = min(len(r) for r in runs)
+    return [statistics.median(float(r[t]["best_seconds"]) for r in runs) for t in range(n)]
+
+
+def summarize(rows, models):
+    """Per workload and model, on the median-over-seeds curve of best latency against measurements
+    (what tune.png draws): its final value, the measurements it needs to reach the xgb curve's final
+    value ('-' if never), and the ratio of xgb's own measurements to that ('speed-up in measurements');
+    plus how many seeds reach that latency on their own."""
+    by = {}
+    for r in rows:
+        by.setdefault((r["workload"], r["model"], int(r["seed"])), []).append(r)
+    out = []
+    for wl in sorted({k[0] for k in by}):
+        curves = {}
+        for m in models:
+            runs = [sorted(v, key=lambda r: int(r["trial"])) for k, v in by.items() if k[0] == wl and k[1] == m]
+            if runs:
+                curves[m] = (median_curve(runs), runs)
+        ref = curves["xgb"][0][-1] if "xgb" in curves else None
+        first = {}
+        for m, (curve, _) in curves.items():
+            first[m] = next((t + 1 for t, v in enumerate(curve) if ref is not None and v <= ref), None)
+        for m, (curve, runs) in curves.items():
+            seeds_reaching = sum(1 for rr in runs if ref is not None and
+                                 any(float(r["best_seconds"]) <= ref for r in rr))
+            speedup = (f"{first['xgb'] / first[m]:.2f}" if first.get("xgb") and first.get(m) else "-")
+            walls = [float(rr[-1]["wall_seconds"]) for rr in runs]
+            out.append({"workload": wl, "model": m, "seeds": len(runs), "trials": len(curve),
+                        "final_best_seconds": f"{curve[-1]:.6g}",
+                        "measurements_to_xgb_final": first[m] if first[m] is not None else "-",
+                        "speedup_in_measurements": speedup,
+                        "seeds_reaching_xgb_final": f"{seeds_reaching}/{len(runs)}",
+                        "wall_seconds_median": f"{statistics.median(walls):.0f}"})
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="tclm tune-bench", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default="out/tune-bench", help="output directory (tune.csv, summary.csv/md, runs/)")
+    p.add_argument("--workloads", default="matmul-512", help="comma-separated: " + ", ".join(WORKLOADS))
+    p.add_argument("--models", default="xgb,tclm,random", help="comma-separated: xgb, tclm, random")
+    p.add_argument("--seeds", type=int, default=2, help="seeds 0..N-1 per workload and model")
+    p.add_argument("--trials", type=int, default=64, help="measured candidates per run (max_trials_global)")
+    p.add_argument("--per-iter", type=int, default=16, help="candidates measured per search iteration")
+    p.add_argument("--population", type=int, default=256, help="evolutionary search population")
+    p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="target num-cores and builder workers")
+    p.add_argument("--tclm-model", default=None, help="starting tclm model (MetaSchedule trace encoding)")
+    a = p.parse_args(argv)
+    models = [m for m in a.models.split(",") if m]
+    for m in models:
+        if m not in ("xgb", "tclm", "random"):
+            p.error(f"--models: unknown model '{m}' (xgb, tclm, random)")
+    workloads = [w for w in a.workloads.split(",") if w]
+    for w in workloads:
+        if w not in WORKLOADS:
+            p.error(f"--workloads: unknown workload '{w}' ({', '.join(WORKLOADS)})")
+    os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
+    info = {}
+    for wl in workloads:
+        for seed in range(a.seeds):
+            for m in models:
+                name = f"{wl}-{m}-s{seed}"
+                run_csv = os.path.join(a.out, "runs", name + ".csv")
+                if os.path.exists(run_csv):
+                    print(f"== {name}: done earlier ({run_csv})", file=sys.stderr)
+                    continue
+                print(f"== {name}", file=sys.stderr, flush=True)
+                rows = []
+                work = os.path.join(a.out, "work", name)
+                stats = tune_one(wl, m, seed, a.trials, a.per_iter, a.population, work, a.cores, a.tclm_model, rows)
+                tmp = run_csv + ".tmp"
+                with open(tmp, "w", newline="") as f:
+                    w = csv.DictWriter(f, FIELDS)
+                    w.writeheader()
+                    w.writerows(rows)
+                os.replace(tmp, run_csv)
+                info[name] = stats
+                print(f"   {stats}", file=sys.stderr, flush=True)
+    rows = []
+    for fn in sorted(os.listdir(os.path.join(a.out, "runs"))):
+        if fn.endswith(".csv"):
+            with open(os.path.join(a.out, "runs", fn)) as f:
+                rows += list(csv.DictReader(f))
+    with open(os.path.join(a.out, "tune.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    summary = summarize(rows, models)
+    keys = ["workload", "model", "seeds", "trials", "final_best_seconds", "measurements_to_xgb_final",
+            "speedup_in_measurements", "seeds_reaching_xgb_final", "wall_seconds_median"]
+    with open(os.path.join(a.out, "summary.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, keys)
+        w.writeheader()
+        w.writerows(summary)
+    md = "| " + " | ".join(keys) + " |\n|" + "---|" * len(keys) + "\n"
+    md += "".join("| " + " | ".join(str(s[k]) for k in keys) + " |\n" for s in summary)
+    with open(os.path.join(a.out, "summary.md"), "w") as f:
+        f.write(md)
+    if info:
+        with open(os.path.join(a.out, "runs", f"info-{int(time.time())}.json"), "w") as f:
+            json.dump(info, f, indent=1)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""End-to-end: MetaSchedule (apache-tvm from PyPI) tunes a small matmul with tclm as its cost model.
+
+Skipped, with the reason, when TVM or the tclm package cannot be imported. The budget is tiny (16
+measured candidates): the test checks that the tuner ran with tclm's predict/update, that the
+database holds real measurements, that tclm fine-tuned on them and that the best schedule builds and
+computes the right result; it asserts nothing about speed.
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+tvm = pytest.importorskip("tvm", reason="apache-tvm is not installed (scripts/setup-python.sh installs it)")
+tclm = pytest.importorskip("tclm", reason="the tclm Python package is not installed (pip install ./python)")
+
+from tclm.metaschedule import TclmCostModel, trace_json  # noqa: E402
+
+try:
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.testing import te_workload
+except ImportError:  # pragma: no cover - older TVM
+    pytest.skip("this test targets apache-tvm 0.24+ (tvm.s_tir.meta_schedule)", allow_module_level=True)
+from tvm import te  # noqa: E402
+from tvm.target import Target  # noqa: E402
+
+
+def _have_cli():
+    try:
+        return tclm.cli(["--version"], check=False).returncode == 0
+    except Exception:  # noqa: BLE001
+        return False
+
+
+@pytest.mark.skipif(not _have_cli(), reason="the tclm command-line tool (training) is not found; set TCLM_BIN")
+def test_tune_matmul_with_tclm(tmp_path):
+    n = 64
+    mod = te.create_prim_func(te_workload.matmul(n, n, n))
+    target = Target({"kind": "llvm", "num-cores": 2})
+    model = TclmCostModel(model=None, work_dir=str(tmp_path / "tclm"), min_new_records=8, max_train_share=1.0,
+                          epochs=3, seed=0)
+    db = ms.tune_tir(
+        mod, target, str(tmp_path / "tune"), max_trials_global=16, num_trials_per_iter=8, cost_model=model,
+        strategy=ms.search_strategy.EvolutionarySearch(population_size=64, init_min_unmeasured=16,
+                                                       genetic_num_iters=1),
+        runner=ms.runner.LocalRunner(timeout_sec=20, evaluator_config=ms.runner.EvaluatorConfig(
+            number=1, repeat=1, min_repeat_ms=0)),
+        builder=ms.builder.LocalBuilder(max_workers=2, timeout_sec=60), num_tuning_cores=2, seed=0)
+
+    stats = model.stats()
+    assert stats["measured"] >= 8, stats
+    assert stats["predicted"] > 0, stats
+    # tclm fine-tuned on what was measured (>= 8 successful measurements) and scores with that model.
+    assert stats["trainings"] >= 1, (stats, model.log)
+    assert model.engine is not None and model.engine.feature_encoding.startswith("MetaSchedule")
+
+    # tclm's own database is a standard MetaSchedule database that tclm's reader reads back.
+    with open(tmp_path / "tclm" / "db" / "database_tuning_record.json") as f:
+        lines = [json.loads(x) for x in f if x.strip()]
+    assert len(lines) == stats["measured"]
+    ok = [rec for rec in lines if rec[1][1] and all(0 < s < 1e9 for s in rec[1][1])]
+    assert len(ok) == stats["measured"] - stats["failed"]
+
+    # The engine scores the candidates' traces: finite, and not all equal.
+    traces = [json.dumps(rec[1][0]) for rec in lines]
+    scores = model.engine.predict_lines(traces)
+    assert np.all(np.isfinite(scores)) and np.ptp(scores) > 0
+
+    # The best schedule is a valid, measured program: it builds and computes C = A @ B (te_workload.matmul).
+    sch = ms.tir_integration.compile_tir(db, mod, target)
+    assert sch is not None
+    rt = tvm.compile(sch.mod, target=target)
+    dev = tvm.cpu()
+    a = np.random.default_rng(0).random((n, n), dtype=np.float32)
+    b = np.random.default_rng(1).random((n, n), dtype=np.float32)
+    c = np.zeros((n, n), dtype=np.float32)
+    ta, tb, tc = (tvm.runtime.tensor(x, dev) for x in (a, b, c))
+    rt(ta, tb, tc)
+    np.testing.assert_allclose(tc.numpy(), a @ b, rtol=1e-4, atol=1e-4)
+    assert trace_json(sch).startswith("[[")
+
+
+def test_collect_measures_the_rdu_picks_and_resumes(tmp_path):
+    from tclm.collect import main as collect_main
+
+    out = tmp_path / "collect"
+    args = ["--out", str(out), "--workloads", "matmul-128", "--pool", "12", "--budget", "0.25", "--cores", "2",
+            "--timeout", "30"]
+    assert collect_main(args) == 0
+    report = json.loads((out / "collect.json").read_text())[0]
+    # ceil(0.25 * pool) picks, all measured now; the pool has distinct traces only.
+    assert report["pool"] >= 8, report
+    assert report["picked"] == -(-report["pool"] // 4)
+    assert report["measured"] == report["picked"] and report["already_measured"] == 0
+    db = out / "matmul-128"
+    with open(db / "database_tuning_record.json") as f:
+        recs = [json.loads(x) for x in f if x.strip()]
+    assert len(recs) == report["picked"]
+    good = [r for r in recs if all(0 < s < 1e9 for s in r[1][1])]
+    assert len(good) == report["picked"] - report["failed"]
+    # tclm reads the database it wrote (one task, the measured programs).
+    if _have_cli():
+        info = json.loads(tclm.cli(["info", "-d", f"local={db}", "--json", "-"], check=True).stdout)
+        assert info["platforms"][0]["programs"] == len(good) and info["platforms"][0]["tasks"] == 1, info
+        assert info["skipped_lines"] == 0, info
+    # A second run with the same seed finds its picks in the database: nothing is measured again.
+    assert collect_main(args) == 0
+    again = json.loads((out / "collect.json").read_text())[0]
+    assert again["already_measured"] == report["picked"] and again["measured"] == 0
