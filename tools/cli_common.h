@@ -126,5 +126,8 @@ Command add_sample_command(CLI::App& app);
 Command add_study_sampling_command(CLI::App& app);
 /// tools/cmd_transfer.cpp: tclm transfer (the TCL pipeline).
 Command add_transfer_command(CLI::App& app);
+// tools/cmd_tune.cpp
+Command add_tune_bench_command(CLI::App& app);
+Command add_collect_command(CLI::App& app);
 
 }  // namespace tclm::cli

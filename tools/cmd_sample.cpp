@@ -91,6 +91,14 @@ Command add_sample_command(CLI::App& app) {
                    for (const auto& in : o->inputs) {
                      for (const auto& f : list_record_files(in)) {
                        read_record_file(f, [&](const MeasureRecord& r, const RecordOrigin& origin) {
+                         // The picks are written back as Ansor record lines; a trace cannot be (its
+                         // workload lives in the database's table). Say what to use instead.
+                         if (!r.steps.empty() && is_trace_kind(r.steps[0].kind)) {
+                           throw Error(fmt::format("{}:{}: a MetaSchedule tuning record; tclm sample writes Ansor "
+                                                   "records. For MetaSchedule candidates use tclm collect (or "
+                                                   "tclm.select_samples in Python)",
+                                                   f, origin.line));
+                         }
                          cands.push_back(Candidate{r, f, origin.line});
                        }, &stats);
                      }

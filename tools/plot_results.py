@@ -6,6 +6,8 @@ usage: plot_results.py KIND CSV PNG
   sweep     tclm sweep: test top-1 against each varied Mamba hyper-parameter (the paper's Table 2)
   sampling  tclm study-sampling: test top-1 against the sampling rate, one line per sampler (Fig. 7)
   transfer  tclm transfer: each platform's top-1 across the phases of the pipeline (Fig. 8)
+  tune      tclm tune-bench (tune.csv): best latency against measurements and against wall time,
+            one line per model (median over seeds), one row of panels per workload
 Needs matplotlib (Debian: python3-matplotlib).
 """
 import csv
@@ -142,8 +144,36 @@ def plot_transfer(rows, png):
     fig.savefig(png, dpi=120)
 
 
+def plot_tune(rows, png):
+    runs = defaultdict(list)  # (workload, model, seed) -> rows
+    for r in rows:
+        runs[(r["workload"], r["model"], r["seed"])].append(r)
+    workloads = sorted({k[0] for k in runs})
+    models = list(OrderedDict.fromkeys(k[1] for k in runs))
+    fig, axes = plt.subplots(len(workloads), 2, figsize=(10, 3.6 * len(workloads)), squeeze=False)
+    for i, wl in enumerate(workloads):
+        for m in models:
+            seeds = [sorted(v, key=lambda r: int(r["trial"])) for k, v in runs.items() if k[0] == wl and k[1] == m]
+            if not seeds:
+                continue
+            n = min(len(s) for s in seeds)
+            best = [statistics.median(float(s[t]["best_seconds"]) for s in seeds) * 1e3 for t in range(n)]
+            wall = [statistics.median(float(s[t]["wall_seconds"]) for s in seeds) for t in range(n)]
+            axes[i][0].plot(range(1, n + 1), best, label=m)
+            axes[i][1].plot(wall, best, label=m)
+        for j, xl in enumerate(("measurements", "wall time (s)")):
+            axes[i][j].set_xlabel(xl)
+            axes[i][j].set_ylabel("best latency (ms), median over seeds")
+            axes[i][j].set_yscale("log")
+            axes[i][j].set_title(wl)
+            axes[i][j].grid(alpha=0.3)
+            axes[i][j].legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
 def main(argv):
-    if len(argv) != 4 or argv[1] not in ("compare", "sweep", "sampling", "transfer"):
+    if len(argv) != 4 or argv[1] not in ("compare", "sweep", "sampling", "transfer", "tune"):
         sys.stderr.write(__doc__)
         return 2
     rows = read(argv[2])

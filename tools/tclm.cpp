@@ -88,6 +88,11 @@ int main(int argc, char** argv) {
   train->add_option("--threads", to.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
   bool train_quiet = false;
   train->add_flag("--quiet", train_quiet, "No progress display");
+  std::string train_init;
+  train->add_option("--init", train_init,
+                    "Start from this Mamba model's weights (a .tclm file; its architecture replaces --d-model etc.): "
+                    "fine-tuning, e.g. a tuner's model on newly measured programs")
+      ->check(CLI::ExistingFile);
 
   // ---- eval
   auto* eval = app.add_subcommand(
@@ -136,7 +141,8 @@ int main(int argc, char** argv) {
   exportc->add_option("-o,--out", export_out, "Output weights file")->required();
 
   const std::vector<Command> commands = {add_compare_command(app), add_sweep_command(app), add_sample_command(app),
-                                         add_study_sampling_command(app), add_transfer_command(app)};
+                                         add_study_sampling_command(app), add_transfer_command(app),
+                                         add_tune_bench_command(app), add_collect_command(app)};
 
   CLI11_PARSE(app, argc, argv);
 
@@ -156,6 +162,16 @@ int main(int argc, char** argv) {
     }
 
     if (train->parsed()) {
+      if (!train_init.empty()) {
+        auto w = std::make_shared<WeightsFile>(load_weights(train_init));
+        if (w->model_kind != kMambaModelKind) {
+          throw Error(fmt::format("--init {}: a {} model; fine-tuning starts from Mamba models only", train_init,
+                                  w->model_kind));
+        }
+        to.model_kind = w->model_kind;
+        to.model = MambaConfig::from_json(w->config_json);
+        to.init = std::move(w);
+      }
       to.progress = !train_quiet;
       to.out_dir = out_dir;
       ensure_output_dir(out_dir);
@@ -209,6 +225,7 @@ int main(int argc, char** argv) {
       const std::string used = apply_model_split(w.metadata_json, *eval, &eval_data);
       if (!used.empty()) std::fprintf(stderr, "using the model's split (%s); options given here override it\n", used.c_str());
       Dataset d = eval_data.load(isatty(fileno(stderr)));
+      check_feature_family(w.feature_version, d.feature_version(), eval_model);
       if (engine) engine->set_max_steps(d.max_steps());
       std::vector<uint32_t> tasks;
       if (eval_all) {
