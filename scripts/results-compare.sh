@@ -30,9 +30,13 @@ if [ -z "${SKIP_COMPARE:-}" ]; then
       mi50) args=(-d "mi50=$shared/roller_osdi22/mi50" --seeds 1) ;;
       platinum8358) args=(-d "platinum8358=$shared/tlcbench_platinum8358" --seeds 1) ;;
       a100) mapfile -t args < <(files_of a100 "A100"); args+=(--seeds 3) ;;  # 11.5K programs, 40 workloads
-      ryzen) mapfile -t args < <(files_of ryzen "8 cores \\(likely AMD"); args+=(--seeds 3) ;;  # 7.5K, 29
+      ryzen) mapfile -t args < <(files_of ryzen "8 cores [(]likely AMD"); args+=(--seeds 3) ;;  # 7.5K, 29
       *) echo "unknown platform $name" >&2; exit 2 ;;
     esac
+    if [ "${#args[@]}" -le 2 ]; then  # files_of found nothing: never fall back to the default data
+      echo "no record files for $name in $shared/MANIFEST_files.tsv" >&2
+      exit 1
+    fi
     echo "== compare $name" >&2
     "$bin" compare "${args[@]}" -o "$out/compare-$name" "${common[@]}" "$@" | tee "$out/compare-$name.txt"
   done

@@ -34,6 +34,8 @@ fi
 py="$venv/bin/python"
 # Build requirements are installed in the venv and the build runs there without isolation, so that
 # the build directory stays valid from one run to the next (an isolated build uses new temporary paths).
+# Debian 12's venv seeds pip 23.0, which lacks -C/--config-settings for a PEP 517 build: upgrade first.
+"$py" -m pip install "${quiet[@]}" --disable-pip-version-check --upgrade "pip>=23.1"
 "$py" -m pip install "${quiet[@]}" --disable-pip-version-check numpy pytest "pybind11>=2.12" "scikit-build-core>=0.10"
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}
 bdir="$PWD/build-python-$(basename "$venv")"

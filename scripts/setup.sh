@@ -15,6 +15,7 @@ PACKAGES=(
   libxgboost-dev          # the XGBoost baseline (tclm compare; what TVM's tuners use by default)
   python3-matplotlib      # PNG plots of the study commands (tools/plot_results.py)
   libfaiss-dev            # k-means of the RDU active sampler (src/sample)
+  python3-venv python3-dev  # the Python package's venv and extension headers (scripts/setup-python.sh)
 )
 
 missing=()

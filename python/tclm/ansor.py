@@ -12,8 +12,9 @@ record reader and Ansor-step encoding read.
     policy = auto_scheduler.SketchPolicy(task, program_cost_model=TclmAnsorModel("k80.tclm"))
     task.tune(tuning_options, search_policy=policy)
 
-Scores are 1 / (1 + exp(-s)) of the engine's raw score s: Ansor uses them as heap keys and, clamped
-at 0, as selection weights, so they must be positive and keep the order. ``update`` appends the
+Scores are softplus log(1 + exp(s)) of the engine's raw score s: Ansor uses them as heap keys and,
+clamped at 0, as selection weights, so they must be positive and keep the order (a float32 logistic
+would tie every s above ~17). ``update`` appends the
 measured records (one JSON line each, the standard log format) to ``log_file`` when one is given;
 fine-tuning during an Ansor search is not done here (train on the log with ``tclm train --init``).
 """
@@ -24,7 +25,7 @@ from typing import Iterable, List, Optional
 
 import numpy as np
 
-from . import Engine
+from . import FEATURE_VERSION, Engine, feature_version_name
 
 __all__ = ["TclmAnsorModel", "record_line_from_input_json", "scores_from_raw"]
 
@@ -39,9 +40,11 @@ def record_line_from_input_json(input_json: str) -> str:
 
 
 def scores_from_raw(raw: np.ndarray) -> np.ndarray:
-    """Engine scores -> positive, order-preserving float32 scores for Ansor (NaN = unreadable -> lowest)."""
+    """Engine scores -> positive, order-preserving float32 scores for Ansor: softplus log(1 + e^s),
+    which does not saturate at the top as a float32 logistic would (it rounds to 1.0 from s ~ 17);
+    NaN (unreadable) -> the lowest score."""
     raw = np.nan_to_num(np.asarray(raw, dtype=np.float64), nan=-50.0, posinf=50.0, neginf=-50.0)
-    return (1.0 / (1.0 + np.exp(-np.clip(raw, -50.0, 50.0)))).astype(np.float32)
+    return np.logaddexp(0.0, np.clip(raw, -50.0, 1e6)).astype(np.float32)
 
 
 def _python_based_model():
@@ -74,6 +77,9 @@ class TclmAnsorModel(_BaseModel):  # type: ignore[misc, valid-type]
                               "(scripts/setup-ansor.sh installs xtc-tvm-python-bindings 0.19)")
         super().__init__()
         self.engine = Engine(model_path)
+        if self.engine.feature_version != FEATURE_VERSION:
+            raise ValueError(f"{model_path}: a model trained on {self.engine.feature_encoding}; Ansor needs one trained "
+                             f"on {feature_version_name(FEATURE_VERSION)} (tclm train -d on Ansor records)")
         self.engine.threads = threads
         self.engine.max_steps = max_steps
         self.log_file = log_file

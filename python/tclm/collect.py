@@ -29,7 +29,7 @@ import numpy as np
 
 from . import featurize, pool_features, select_samples
 from .metaschedule import FAILED_RUN_SECONDS, trace_json
-from .tune_bench import WORKLOADS, make_workload
+from .tune_bench import WORKLOADS, llvm_target, make_workload
 
 
 def _ms():
@@ -56,6 +56,7 @@ def candidate_pool(mod, target, size, seed, max_attempts_factor=4):
         sch = Schedule(mod, seed=int(rng.integers(1, 2**31 - 1)))
         try:
             Trace(space.trace.insts, {}).apply_to_schedule(sch, remove_postproc=True)
+            sch.enter_postproc()  # as MetaSchedule does before its post-processors (the trace marks it)
             if not all(p.apply(sch) for p in postprocs):
                 stats["postproc_failures"] += 1
                 continue
@@ -102,14 +103,15 @@ def measure(schedules, target, cores, timeout):
     return secs, errors
 
 
-def collect_workload(name, out, pool_size, budget, method, seed, cores, timeout, batch, progress=True):
+def collect_workload(name, out, pool_size, budget, method, seed, cores, timeout, batch, mcpu="native",
+                     progress=True):
     import tvm
     from tvm.target import Target
 
     ms = _ms()
     t0 = time.time()
     mod = tvm.IRModule({"main": make_workload(name)})
-    target = Target({"kind": "llvm", "num-cores": cores})
+    target = Target(llvm_target(cores, mcpu))
     db_dir = os.path.join(out, name)
     os.makedirs(db_dir, exist_ok=True)
     db = ms.database.JSONDatabase(work_dir=db_dir)
@@ -154,6 +156,8 @@ def main(argv=None):
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1)
     p.add_argument("--timeout", type=float, default=30.0, help="build and run timeout per candidate, seconds")
     p.add_argument("--batch", type=int, default=16, help="candidates measured per batch (the database grows per batch)")
+    p.add_argument("--mcpu", default="native", help="LLVM CPU: 'native' (this machine's, the default), or a name "
+                   "such as 'generic' or 'skylake-avx512'")
     a = p.parse_args(argv)
     if not 0 < a.budget <= 1:
         p.error("--budget must be in (0, 1]")
@@ -164,7 +168,8 @@ def main(argv=None):
     os.makedirs(a.out, exist_ok=True)
     report = []
     for w in workloads:
-        report.append(collect_workload(w, a.out, a.pool, a.budget, a.method, a.seed, a.cores, a.timeout, a.batch))
+        report.append(collect_workload(w, a.out, a.pool, a.budget, a.method, a.seed, a.cores, a.timeout, a.batch,
+                                       a.mcpu))
         tmp = os.path.join(a.out, "collect.json.tmp")
         with open(tmp, "w") as f:
             json.dump(report, f, indent=1)

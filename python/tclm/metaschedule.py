@@ -31,7 +31,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from . import Engine, cli
+from . import TRACE_FEATURE_VERSION, Engine, cli, feature_version_name
 
 try:  # apache-tvm >= 0.24
     from tvm.s_tir import meta_schedule as ms
@@ -91,6 +91,10 @@ class TclmCostModel(ms.cost_model.PyCostModel):
         Seed of the cold-start scores and of training.
     threads : int
         Engine threads per predict call (0 = all cores).
+    max_steps : int or None
+        Trace instructions kept per candidate; None: what the model was trained with (stored in its
+        metadata by tclm train), else DEFAULT_MAX_STEPS. Raises ValueError for a model trained on
+        Ansor records (another encoding).
     """
 
     def __init__(
@@ -103,7 +107,7 @@ class TclmCostModel(ms.cost_model.PyCostModel):
         epochs: int = 100,
         seed: int = 0,
         threads: int = 0,
-        max_steps: int = DEFAULT_MAX_STEPS,
+        max_steps: Optional[int] = None,
     ):
         super().__init__()
         self.work_dir = os.path.abspath(work_dir)
@@ -115,7 +119,7 @@ class TclmCostModel(ms.cost_model.PyCostModel):
         self.epochs = epochs
         self.seed = seed
         self.threads = threads
-        self.max_steps = max_steps
+        self.max_steps = max_steps  # None: the model's own (tclm train stores it), else DEFAULT_MAX_STEPS
         self.rng = np.random.default_rng(seed)
         self.model_path: Optional[str] = None
         self.engine: Optional[Engine] = None
@@ -183,7 +187,12 @@ class TclmCostModel(ms.cost_model.PyCostModel):
     # -- internals ------------------------------------------------------------------------------
     def _load_engine(self, path: str) -> None:
         engine = Engine(path)
+        if engine.feature_version != TRACE_FEATURE_VERSION:
+            raise ValueError(f"{path}: a model trained on {engine.feature_encoding}; MetaSchedule needs one trained on "
+                             f"{feature_version_name(TRACE_FEATURE_VERSION)} (tclm train -d on MetaSchedule databases)")
         engine.threads = self.threads
+        if self.max_steps is None:
+            self.max_steps = _trained_max_steps(engine) or DEFAULT_MAX_STEPS
         engine.max_steps = self.max_steps
         self.engine = engine
         self.model_path = path
@@ -193,7 +202,7 @@ class TclmCostModel(ms.cost_model.PyCostModel):
         out = os.path.join(self.work_dir, f"model-{self.trainings + 1}")
         args = ["train", "-d", f"local={self.db_dir}", "--test-fraction", "0", "--valid-fraction", "0",
                 "--epochs", str(self.epochs), "--patience", str(max(3, self.epochs // 3)), "--max-steps",
-                str(self.max_steps), "--seed", str(self.seed), "--threads", str(self.threads), "-o", out, "--quiet"]
+                str(self.max_steps or DEFAULT_MAX_STEPS), "--seed", str(self.seed), "--threads", str(self.threads), "-o", out, "--quiet"]
         if self.model_path is not None:
             args += ["--init", self.model_path]
         result = cli(args, check=False)
@@ -215,3 +224,12 @@ class TclmCostModel(ms.cost_model.PyCostModel):
                 "train_seconds": self.train_seconds, "predicted": self.predicted,
                 "predict_seconds": self.predict_seconds, "model": self.model_path}
 
+
+
+def _trained_max_steps(engine: Engine) -> Optional[int]:
+    """The max_steps a model was trained with (tclm train writes it into the weights' metadata)."""
+    try:
+        value = json.loads(engine.metadata).get("extra", {}).get("max_steps")
+        return int(value) if value else None
+    except (ValueError, TypeError, AttributeError):
+        return None

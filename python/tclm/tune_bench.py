@@ -25,6 +25,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -44,6 +45,19 @@ def _ms():
     return ms
 
 
+def llvm_target(cores, mcpu="native"):
+    """The target JSON for this CPU: mcpu 'native' = LLVM's name of the host CPU (TVM's default without
+    mcpu is 'generic', i.e. baseline x86-64 without the vector extensions)."""
+    t = {"kind": "llvm", "num-cores": cores}
+    if mcpu == "native":
+        from tvm.target import codegen
+
+        mcpu = codegen.llvm_get_system_cpu()
+    if mcpu:
+        t["mcpu"] = mcpu
+    return t
+
+
 def make_workload(name):
     from tvm import te
     from tvm.s_tir.meta_schedule.testing import te_workload
@@ -52,14 +66,15 @@ def make_workload(name):
     return te.create_prim_func(getattr(te_workload, fn)(*args))
 
 
-def tune_one(workload, model_name, seed, trials, per_iter, population, work_dir, cores, tclm_model, rows_out):
+def tune_one(workload, model_name, seed, trials, per_iter, population, work_dir, cores, tclm_model, rows_out,
+             mcpu="native"):
     import tvm
     from tvm.ir.utils import derived_object
     from tvm.target import Target
 
     ms = _ms()
     mod = make_workload(workload)
-    target = Target({"kind": "llvm", "num-cores": cores})
+    target = Target(llvm_target(cores, mcpu))
     t0 = time.time()
     log = []
 
@@ -151,6 +166,8 @@ def main(argv=None):
     p.add_argument("--population", type=int, default=256, help="evolutionary search population")
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="target num-cores and builder workers")
     p.add_argument("--tclm-model", default=None, help="starting tclm model (MetaSchedule trace encoding)")
+    p.add_argument("--mcpu", default="native", help="LLVM CPU: 'native' (this machine's, the default), or a name "
+                   "such as 'generic' (what docs/tuning.md's first results used)")
     a = p.parse_args(argv)
     models = [m for m in a.models.split(",") if m]
     for m in models:
@@ -173,7 +190,10 @@ def main(argv=None):
                 print(f"== {name}", file=sys.stderr, flush=True)
                 rows = []
                 work = os.path.join(a.out, "work", name)
-                stats = tune_one(wl, m, seed, a.trials, a.per_iter, a.population, work, a.cores, a.tclm_model, rows)
+                # An interrupted run's databases would seed this one's search and training: start clean.
+                shutil.rmtree(work, ignore_errors=True)
+                stats = tune_one(wl, m, seed, a.trials, a.per_iter, a.population, work, a.cores, a.tclm_model, rows,
+                                 a.mcpu)
                 tmp = run_csv + ".tmp"
                 with open(tmp, "w", newline="") as f:
                     w = csv.DictWriter(f, FIELDS)

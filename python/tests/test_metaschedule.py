@@ -108,3 +108,9 @@ def test_collect_measures_the_rdu_picks_and_resumes(tmp_path):
     assert collect_main(args) == 0
     again = json.loads((out / "collect.json").read_text())[0]
     assert again["already_measured"] == report["picked"] and again["measured"] == 0
+
+
+def test_cost_model_refuses_an_ansor_model(model, tmp_path):
+    # The conftest model is trained on Ansor records: every trace would score NaN, so it is refused.
+    with pytest.raises(ValueError, match="Ansor step encoding"):
+        TclmCostModel(model=str(model), work_dir=str(tmp_path / "w"))

@@ -130,7 +130,7 @@ class TraceWalker {
       }
     }
     steps->clear();
-    steps->reserve(insts.size());
+    steps->reserve(std::min<size_t>(insts.size(), 4096));  // grows past that only for real instructions
     bool postproc = false;
     int64_t index = 0;
     for (dom::element inst : insts) {
@@ -139,10 +139,20 @@ class TraceWalker {
       if (inst.get_array().get(parts) || parts.size() < 4 || parts.at(0).get_string().get(name)) {
         return fmt::format("trace[0][{}]: an instruction is not [kind, inputs, attrs, outputs]", index);
       }
-      dom::array inputs, attrs, outputs;
-      if (parts.at(1).get_array().get(inputs) || parts.at(2).get_array().get(attrs) ||
-          parts.at(3).get_array().get(outputs)) {
-        return fmt::format("trace[0][{}] ({}): inputs, attrs and outputs must be lists", index, name);
+      // dom::array::at() walks the array, so the lists are copied once into vectors for indexing;
+      // a list longer than kMaxListSize (no real instruction has one) is refused.
+      std::vector<dom::element> inputs, attrs, outputs;
+      for (auto [i, list] : {std::pair{1, &inputs}, std::pair{2, &attrs}, std::pair{3, &outputs}}) {
+        dom::array a;
+        if (parts.at(static_cast<size_t>(i)).get_array().get(a)) {
+          return fmt::format("trace[0][{}] ({}): inputs, attrs and outputs must be lists", index, name);
+        }
+        for (dom::element e : a) {
+          if (list->size() == kMaxListSize) {
+            return fmt::format("trace[0][{}] ({}): a list of more than {} elements", index, name, kMaxListSize);
+          }
+          list->push_back(e);
+        }
       }
       TransformStep st;
       st.kind = trace_kind_of(name);
@@ -185,23 +195,28 @@ class TraceWalker {
     *out = it->second;
     return true;
   }
-  static std::string string_at(const dom::array& a, size_t i) {
+  static std::string string_at(const std::vector<dom::element>& a, size_t i) {
     std::string_view s;
-    if (i < a.size() && !a.at(i).value_unsafe().get_string().get(s)) return std::string(s);
+    if (i < a.size() && !a[i].get_string().get(s)) return std::string(s);
     return {};
   }
-  void name_output(const dom::array& outputs, size_t i, std::unordered_map<std::string, int64_t>& table,
-                   int64_t v) {
+  void name_output(const std::vector<dom::element>& outputs, size_t i,
+                   std::unordered_map<std::string, int64_t>& table, int64_t v) {
     std::string_view s;
-    if (i < outputs.size() && !outputs.at(i).value_unsafe().get_string().get(s)) table[std::string(s)] = v;
+    if (i < outputs.size() && !outputs[i].get_string().get(s)) table[std::string(s)] = v;
   }
 
-  void describe(TransformStep& st, std::string_view name, const dom::array& inputs, const dom::array& attrs,
-                const dom::array& outputs, const dom::element* decision) {
+  using List = std::vector<dom::element>;
+  static constexpr size_t kMaxListSize = 65536;
+
+  void describe(TransformStep& st, std::string_view name, const List& inputs, const List& attrs,
+                const List& outputs, const dom::element* decision) {
     int64_t v = 0;
     switch (st.kind) {
       case StepKind::kTraceSamplePerfectTile: {
-        if (attrs.size() > 1 && as_int(attrs.at(1).value_unsafe(), &v)) set_value(st, v);
+        // attrs: [n, max_innermost_factor]; SamplePartitionedTile's attrs[1] is a partition
+        // position, not a factor, so it has no value.
+        if (name == "SamplePerfectTile" && attrs.size() > 1 && as_int(attrs[1], &v)) set_value(st, v);
         dom::array tiles;
         if (decision && !decision->get_array().get(tiles)) {
           size_t i = 0;
@@ -217,7 +232,7 @@ class TraceWalker {
       case StepKind::kTraceSampleCategorical: {
         int64_t idx = 0;
         dom::array candidates;
-        const bool have_candidates = attrs.size() > 0 && !attrs.at(0).value_unsafe().get_array().get(candidates);
+        const bool have_candidates = attrs.size() > 0 && !attrs[0].get_array().get(candidates);
         if (decision && as_int(*decision, &idx)) {
           st.ints.push_back(idx);
           st.ints.push_back(have_candidates ? static_cast<int64_t>(candidates.size()) : 0);
@@ -234,24 +249,24 @@ class TraceWalker {
         break;
       case StepKind::kTraceSplit: {
         int64_t extent = 0;
-        const bool known_extent = inputs.size() > 0 && loop_extent(inputs.at(0).value_unsafe(), &extent);
+        const bool known_extent = inputs.size() > 0 && loop_extent(inputs[0], &extent);
         if (known_extent) set_value(st, extent);
         // Factors: inputs[1..]; at most one may be null (inferred from the extent).
         int64_t product = 1;
         int unknown = 0, null_at = -1;
         for (size_t i = 1; i < inputs.size(); ++i) {
           int64_t f = 0;
-          if (input_value(inputs.at(i).value_unsafe(), &f) && f > 0) {
+          if (input_value(inputs[i], &f) && f > 0) {
             product = saturating_mul(product, f);
           } else {
             f = 0;
             ++unknown;
-            if (inputs.at(i).value_unsafe().is_null()) null_at = static_cast<int>(i - 1);
+            if (inputs[i].is_null()) null_at = static_cast<int>(i - 1);
           }
           st.ints.push_back(f);
         }
         if (unknown == 1 && null_at >= 0 && known_extent && product > 0) {
-          st.ints[st.list_pos + null_at] = (extent + product - 1) / product;
+          st.ints[st.list_pos + null_at] = extent / product + (extent % product != 0);  // ceil, no overflow
         }
         for (size_t i = 0; i + 1 < inputs.size(); ++i) {
           if (st.ints[st.list_pos + i] > 0) name_output(outputs, i, extent_, st.ints[st.list_pos + i]);
@@ -279,21 +294,21 @@ class TraceWalker {
       case StepKind::kTraceVectorize:
       case StepKind::kTraceUnroll:
       case StepKind::kTraceBind:
-        if (inputs.size() > 0 && loop_extent(inputs.at(0).value_unsafe(), &v)) set_value(st, v);
+        if (inputs.size() > 0 && loop_extent(inputs[0], &v)) set_value(st, v);
         if (st.kind == StepKind::kTraceBind) st.str = string_at(attrs, 0);
         break;
       case StepKind::kTraceComputeAt:
       case StepKind::kTraceReverseComputeAt:
-        if (attrs.size() > 0 && as_int(attrs.at(0).value_unsafe(), &v)) set_value(st, v);
+        if (attrs.size() > 0 && as_int(attrs[0], &v)) set_value(st, v);
         break;
       case StepKind::kTraceCacheRead:
       case StepKind::kTraceCacheWrite:
       case StepKind::kTraceSetScope:
-        if (attrs.size() > 0 && as_int(attrs.at(0).value_unsafe(), &v)) set_value(st, v);
+        if (attrs.size() > 0 && as_int(attrs[0], &v)) set_value(st, v);
         st.str = string_at(attrs, 1);
         break;
       case StepKind::kTraceAnnotate:
-        if (inputs.size() > 1 && input_value(inputs.at(1).value_unsafe(), &v)) set_value(st, v);
+        if (inputs.size() > 1 && input_value(inputs[1], &v)) set_value(st, v);
         st.str = string_at(attrs, 0);
         break;
       case StepKind::kTraceUnannotate:

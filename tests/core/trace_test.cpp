@@ -153,6 +153,20 @@ TEST(Trace, MalformedTracesAreReasonsNotCrashes) {
       ["Split", ["l0", "v1", 18446744073709551615], [], ["l3", "l4"]]], [[0, "oops"]]])", &s), "");
   EXPECT_FALSE(known(s[0]));
   EXPECT_EQ(list(s[1]), (std::vector<int64_t>{0, INT64_MAX}));
+  // A split whose extent saturated (INT64_MAX) infers its null factor without overflow.
+  EXPECT_EQ(parse_trace_json(R"([[["Fuse", ["l0"], [], ["l1"]],
+      ["Split", ["l9", 18446744073709551615, 2], [], ["l2", "l3"]],
+      ["Split", ["l2", null, 3], [], ["l4", "l5"]]], []])", &s), "");
+  EXPECT_EQ(list(s[2]), (std::vector<int64_t>{INT64_MAX / 3 + 1, 3}));
+  // Huge instruction lists: linear time up to the cap (65,536 elements), refused beyond it.
+  auto split_with = [](size_t n) {
+    std::string t = R"([[["Split", ["l0")";
+    for (size_t i = 0; i < n; ++i) t += ", null";
+    return t + "], [], []]], []]";
+  };
+  EXPECT_EQ(parse_trace_json(split_with(60000), &s), "");
+  EXPECT_EQ(s[0].n_list, 60000);
+  EXPECT_NE(parse_trace_json(split_with(70000), &s).find("more than 65536"), std::string::npos);
   // Integers beyond 64 bits are a reason (simdjson refuses them), not a crash.
   EXPECT_NE(parse_trace_json(R"([[["Split", ["l0", 99999999999999999999], [], []]], []])", &s), "");
 }
