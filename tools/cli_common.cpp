@@ -7,6 +7,17 @@
 
 namespace tclm::cli {
 
+int model_max_steps(const std::string& metadata_json, int fallback) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  int64_t max_steps = 0;
+  if (parser.parse(metadata_json).get(doc) != simdjson::SUCCESS ||
+      doc["extra"]["max_steps"].get(max_steps) != simdjson::SUCCESS || max_steps < 1 || max_steps > 1 << 20) {
+    return fallback;
+  }
+  return static_cast<int>(max_steps);
+}
+
 std::string apply_model_split(const std::string& metadata_json, const CLI::App& cmd, DataOptions* d) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -31,48 +42,33 @@ std::string apply_model_split(const std::string& metadata_json, const CLI::App& 
   return fmt::format("split {} seed {} test {} valid {}", d->split, d->split_seed, d->test_fraction, d->valid_fraction);
 }
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      o += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      o += c;
-    }
-  }
-  return o;
-}
-
-std::string info_text(const Dataset& d) {
+std::string info_text(const DataSummary& d) {
   std::string s = fmt::format("{:<40} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9}\n", "platform", "records", "programs",
                               "tasks", "errors", "bad cost", "truncated");
-  for (size_t i = 0; i < d.platforms().size(); ++i) {
-    const auto& p = d.platform_stats()[i];
-    s += fmt::format("{:<40} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9}\n", d.platforms()[i].substr(0, 40), p.records,
+  for (size_t i = 0; i < d.platforms.size(); ++i) {
+    const auto& p = d.platform_stats[i];
+    s += fmt::format("{:<40} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9}\n", d.platforms[i].substr(0, 40), p.records,
                      p.programs, p.tasks, p.errors, p.bad_costs, p.truncated);
   }
   s += "errors: error_no != 0 (kept out); bad cost: error_no 0 but a cost <= 0, non-finite or >= 1e9;\n"
        "truncated: programs longer than --max-steps (first steps kept)\n\n";
-  s += d.read_stats().report();
+  s += d.read_stats.report();
   return s;
 }
 
-std::string info_json(const Dataset& d) {
+std::string info_json(const DataSummary& d) {
   std::string s = "{\"platforms\": [";
-  for (size_t i = 0; i < d.platforms().size(); ++i) {
-    const auto& p = d.platform_stats()[i];
+  for (size_t i = 0; i < d.platforms.size(); ++i) {
+    const auto& p = d.platform_stats[i];
     std::string codes;
     for (const auto& [c, n] : p.errors_by_code) codes += fmt::format("{}\"{}\": {}", codes.empty() ? "" : ", ", c, n);
     s += fmt::format(
         "{}\n  {{\"name\": \"{}\", \"records\": {}, \"programs\": {}, \"tasks\": {}, \"errors\": {}, "
         "\"errors_by_code\": {{{}}}, \"bad_costs\": {}, \"truncated\": {}}}",
-        i ? "," : "", json_escape(d.platforms()[i]), p.records, p.programs, p.tasks, p.errors, codes, p.bad_costs,
+        i ? "," : "", json_escape(d.platforms[i]), p.records, p.programs, p.tasks, p.errors, codes, p.bad_costs,
         p.truncated);
   }
-  const auto& r = d.read_stats();
+  const auto& r = d.read_stats;
   s += fmt::format("\n], \"files\": {}, \"lines\": {}, \"records\": {}, \"skipped_lines\": {}, \"skipped_by_reason\": {{",
                    r.files, r.lines, r.records, r.skipped);
   bool first = true;

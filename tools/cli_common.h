@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/bytes.h"
 #include "tclm/dataset.h"
 #include "tclm/error.h"
 #include "tclm/evaluation.h"
@@ -18,6 +19,11 @@
 #endif
 
 namespace tclm::cli {
+
+/// For unsigned options (seeds): CLI11 would wrap "-1" around to 2^64 - 1.
+inline const CLI::Validator kNonNegativeInteger(
+    [](std::string& v) { return v.find('-') != std::string::npos ? std::string("must be a non-negative integer") : std::string(); },
+    "UINT");
 
 // Options shared by the commands that read a dataset.
 struct DataOptions {
@@ -42,7 +48,8 @@ struct DataOptions {
           ->check(CLI::Range(0.0, 0.95));
       app->add_option("--valid-fraction", valid_fraction, "Fraction of workloads (or groups) for validation")
           ->check(CLI::Range(0.0, 0.95));
-      app->add_option("--split-seed", split_seed, "Seed of the task split (hash-based, order independent)");
+      app->add_option("--split-seed", split_seed, "Seed of the task split (hash-based, order independent)")
+          ->check(kNonNegativeInteger);
       app->add_option("--split", split,
                       "Unit held out: 'task' (workload key, on every platform at once) or 'group' (a whole "
                       "data directory / network, e.g. tvm_ansor_bench/<net>)")
@@ -56,7 +63,7 @@ struct DataOptions {
       namespace fs = std::filesystem;
       if (!fs::is_directory(TCLM_DEFAULT_DATA)) {
         throw Error(std::string("no --data given and the embedded data directory '") + TCLM_DEFAULT_DATA +
-                    "' is missing");
+                    "' is missing; give records with -d [PLATFORM=]PATH");
       }
       std::vector<std::string> names;
       for (const auto& e : fs::directory_iterator(TCLM_DEFAULT_DATA)) {
@@ -70,13 +77,16 @@ struct DataOptions {
     return out;
   }
 
-  Dataset load(bool progress) const {
+  LoadOptions load_options(bool progress) const {
     LoadOptions lo;
     lo.max_steps = max_steps;
     lo.cache_dir = cache_dir;
     lo.progress = progress;
-    return Dataset::load(resolve(), lo);
+    return lo;
   }
+  Dataset load(bool progress) const { return Dataset::load(resolve(), load_options(progress)); }
+  /// The counts only, streaming (memory bounded by the number of tasks): tclm info.
+  DataSummary summarize(bool progress) const { return summarize_sources(resolve(), load_options(progress)); }
 
   SplitOptions split_options() const {
     SplitOptions so;
@@ -92,13 +102,13 @@ struct DataOptions {
 /// options the user did not give on the command line, so that `eval` holds out the same tasks as the
 /// training run did. Returns a description for the log, or "" if the metadata has no split.
 std::string apply_model_split(const std::string& metadata_json, const CLI::App& cmd, DataOptions* d);
-
-/// `s` with '"', '\\' and control characters escaped for a JSON string.
-std::string json_escape(const std::string& s);
+/// The max_steps a model was trained with (its metadata's extra.max_steps), or `fallback`.
+int model_max_steps(const std::string& metadata_json, int fallback);
 
 /// Per-platform dataset statistics (tclm info), text and JSON.
-std::string info_text(const Dataset& d);
-std::string info_json(const Dataset& d);
+std::string info_text(const DataSummary& d);
+std::string info_json(const DataSummary& d);
+inline std::string info_text(const Dataset& d) { return info_text(d.summary()); }
 
 /// A JSON array of RankingReport::to_json().
 std::string reports_json(const std::vector<RankingReport>& reports);

@@ -93,7 +93,7 @@ Run run_xgboost(const Dataset& d, const Split& s, uint64_t seed, int threads, bo
   run.best_epoch = r.best_rounds;
   const std::string blob = r.model.serialize();
   run.bytes = static_cast<int64_t>(blob.size());
-  std::filesystem::create_directories(dir);
+  ensure_output_dir(dir);
   write_file_atomic(dir + "/model.ubj", blob);
   run.test = evaluate_rankings(d, s.test, [&](const std::vector<uint32_t>& p) { return r.model.predict(d, p); }).back();
   run.candidates_per_second = throughput(programs_of(d, s.test), [&](const auto& p) { r.model.predict(d, p); });
@@ -147,7 +147,7 @@ Run parse_csv_row(const std::string& row, const std::string& where) {
     t.random_top1.task_mean = std::stod(f[16]);
     return r;
   } catch (const std::logic_error&) {
-    throw Error(where + ": a field is not a number");
+    throw Error(where + ": a field is not a number; delete that file to train this run again, or run without --resume");
   }
 }
 
@@ -169,7 +169,7 @@ Run run_or_resume(const std::string& dir, const std::string& fingerprint, bool r
     if (!quiet) std::fprintf(stderr, "   %s was made with other options; training again\n", path.c_str());
   }
   Run r = run();
-  std::filesystem::create_directories(dir);
+  ensure_output_dir(dir);
   write_file_atomic(path, "# " + fingerprint + "\n" + csv_header() + "\n" + csv_row(r) + "\n");
   return r;
 }
@@ -296,6 +296,7 @@ Command add_compare_command(CLI::App& app) {
   cmd->add_option("--models", *models, "Comma-separated: mamba, attention, lstm, mlp, xgboost");
   return Command{cmd, [o, models]() {
                    const auto kinds = split_list(*models);
+                   if (kinds.empty()) throw Error("--models lists no model; give e.g. mamba,xgboost");
                    for (const auto& k : kinds) {
                      if (k != "xgboost" && std::find(cost_model_kinds().begin(), cost_model_kinds().end(), k) ==
                                                cost_model_kinds().end()) {

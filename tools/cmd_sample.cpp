@@ -104,7 +104,10 @@ Command add_sample_command(CLI::App& app) {
                      }
                    }
                    if (stats.skipped > 0) std::fprintf(stderr, "%s", stats.report().c_str());
-                   if (cands.empty()) throw Error("--input: no well-formed record in the pool");
+                   if (cands.empty()) {
+                     throw Error("--input: no well-formed record in the pool (see the skipped lines above); give Ansor "
+                                 "record files of candidate programs");
+                   }
                    // Tasks: (workload key, target); rows in input order.
                    std::map<std::pair<std::string, std::string>, uint32_t> task_of;
                    std::vector<std::vector<uint32_t>> groups;

@@ -96,6 +96,7 @@ Command add_transfer_command(CLI::App& app) {
   return Command{cmd, [o]() {
     const auto sources = split_list(o->sources);
     const auto methods = split_list(o->methods);
+    if (methods.empty()) throw Error("--methods lists no method; give e.g. tcl,target-only");
     for (const auto& m : methods) {
       if (std::find(kMethods.begin(), kMethods.end(), m) == kMethods.end()) {
         throw Error("--methods: unknown method '" + m + "' (tcl, tcl-no-phi, tcl-no-ewc, target-only, finetune, mtl, full)");
@@ -103,7 +104,7 @@ Command add_transfer_command(CLI::App& app) {
     }
     if (sources.empty()) throw Error("--sources: no platform given");
     if (std::find(sources.begin(), sources.end(), o->target) != sources.end()) {
-      throw Error("--target '" + o->target + "' is also a source");
+      throw Error("--target '" + o->target + "' is also a source; remove it from --sources");
     }
     ensure_output_dir(o->out);
     const bool progress = !o->quiet;
@@ -159,7 +160,8 @@ Command add_transfer_command(CLI::App& app) {
     };
     for (const auto& p : platforms) {
       if (of(split.train, p).empty() || of(split.test, p).empty()) {
-        throw Error("platform '" + p + "' has no training or no test tasks in this split");
+        throw Error("platform '" + p + "' has no training or no test tasks in this split; give more workloads for it or "
+                    "change --test-fraction / --split-seed");
       }
     }
     const std::string& target = o->target;

@@ -10,7 +10,9 @@
 //   tclm sample   choose which candidate programs to measure (tools/cmd_sample.cpp)
 //   tclm study-sampling  samplers x rates x seeds (tools/cmd_sample.cpp)
 //   tclm transfer the TCL pipeline across platforms (tools/cmd_transfer.cpp)
-// Exit codes: 0 success, 1 bad input or failure (the message says which file/option), 2 usage.
+// Exit codes (docs/reliability.md): 0 success; 1 an input, file or option was refused or an operation
+// failed (the message names the file, line or option and says what to do); 2 a usage error on the
+// command line (unknown command or option, a value out of range); 3 an internal error (a bug).
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fmt/format.h>
@@ -32,6 +34,20 @@ using namespace tclm;
 
 using namespace tclm::cli;
 
+namespace {
+constexpr int kExitOk = 0, kExitError = 1, kExitUsage = 2, kExitInternal = 3;
+
+// -m/--model: a missing file that is the option's default gets a hint on how to make one.
+WeightsFile load_model_option(const std::string& path, const CLI::App& cmd) {
+  std::error_code ec;
+  if (cmd.count("--model") == 0 && !std::filesystem::exists(path, ec)) {
+    throw Error(fmt::format("no model at '{}' (the default of -m/--model); give -m PATH, or train one with "
+                            "'tclm train -o out/model'", path));
+  }
+  return load_weights(path);
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   // libgomp reads OMP_WAIT_POLICY when it is loaded, before main. Its default (spinning waiters)
   // fights OpenBLAS's threads for the cores and costs 15-25% of a training step on 2 cores
@@ -45,6 +61,8 @@ int main(int argc, char** argv) {
       "Reads Ansor measure records, trains a Mamba model on transform-step sequences and ranks candidate\n"
       "programs of a task. Run 'tclm COMMAND --help' for each command."};
   app.require_subcommand(1);
+  app.footer("Exit codes: 0 success; 1 an input, file or option was refused or an operation failed (the message\n"
+             "names the file, line or option); 2 a usage error on the command line; 3 an internal error (a bug).");
   app.set_version_flag("--version", "tclm 0.1.0 (feature encoding v" + std::to_string(kFeatureVersion) + ")");
 
   // ---- info
@@ -84,7 +102,7 @@ int main(int argc, char** argv) {
   train->add_option("--lr", to.lr, "Peak learning rate (Adam)")->check(CLI::Range(1e-7, 1.0));
   train->add_option("--patience", to.patience, "Early stopping: epochs without a better validation top-1")
       ->check(CLI::Range(1, 100000));
-  train->add_option("--seed", to.seed, "Seed of initialisation and batch order");
+  train->add_option("--seed", to.seed, "Seed of initialisation and batch order")->check(kNonNegativeInteger);
   train->add_option("--threads", to.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
   bool train_quiet = false;
   train->add_flag("--quiet", train_quiet, "No progress display");
@@ -93,6 +111,14 @@ int main(int argc, char** argv) {
                     "Start from this Mamba model's weights (a .tclm file; its architecture replaces --d-model etc.): "
                     "fine-tuning, e.g. a tuner's model on newly measured programs")
       ->check(CLI::ExistingFile);
+  train->add_flag("--resume", to.resume,
+                  "Continue an interrupted run from OUT/checkpoint.tclm (same data and options; refused otherwise): "
+                  "the result is the one the uninterrupted run would have given");
+  double checkpoint_minutes = 10;
+  train->add_option("--checkpoint-minutes", checkpoint_minutes,
+                    "Also write OUT/checkpoint.tclm inside an epoch every this many minutes (0 = after every batch); "
+                    "one is always written at the end of each epoch")
+      ->check(CLI::Range(0.0, 1e6));
 
   // ---- eval
   auto* eval = app.add_subcommand(
@@ -144,14 +170,27 @@ int main(int argc, char** argv) {
                                          add_study_sampling_command(app), add_transfer_command(app),
                                          add_tune_bench_command(app), add_collect_command(app)};
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const auto subs = app.get_subcommands({});
+    if (argc > 1 && argv[1][0] != '-' &&
+        std::none_of(subs.begin(), subs.end(), [&](const CLI::App* sub) { return sub->check_name(argv[1]); })) {
+      std::string names;
+      for (const CLI::App* sub : subs) names += (names.empty() ? "" : ", ") + sub->get_name();
+      std::fprintf(stderr, "tclm: unknown command '%s'; commands: %s (tclm --help)\n", argv[1], names.c_str());
+      return kExitUsage;
+    }
+    const int rc = app.exit(e);  // prints the help, the version or the usage error
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
 
   try {
     for (const Command& c : commands) {
       if (c.app->parsed()) return c.run();
     }
     if (info->parsed()) {
-      Dataset d = info_data.load(isatty(fileno(stderr)));
+      const DataSummary d = info_data.summarize(isatty(fileno(stderr)));  // streaming: memory O(tasks)
       if (info_json_path == "-") {
         std::cout << info_json(d);
       } else {
@@ -168,13 +207,27 @@ int main(int argc, char** argv) {
           throw Error(fmt::format("--init {}: a {} model; fine-tuning starts from Mamba models only", train_init,
                                   w->model_kind));
         }
+        const std::string what = "--init " + train_init;
+        check_feature_version(*w, what);
+        check_finite_parameters(*w, what);
         to.model_kind = w->model_kind;
-        to.model = MambaConfig::from_json(w->config_json);
+        try {
+          to.model = MambaConfig::from_json(w->config_json);
+        } catch (const Error& e) {
+          throw Error(fmt::format("{}: {}", what, e.what()));
+        }
         to.init = std::move(w);
       }
       to.progress = !train_quiet;
       to.out_dir = out_dir;
+      to.checkpoint_seconds = checkpoint_minutes * 60.0;
       ensure_output_dir(out_dir);
+      std::error_code fs_ec;
+      if (!to.resume && std::filesystem::exists(std::filesystem::path(out_dir) / "checkpoint.tclm", fs_ec) &&
+          to.progress) {
+        std::fprintf(stderr, "note: %s/checkpoint.tclm exists and will be replaced; --resume continues it instead\n",
+                     out_dir.c_str());
+      }
       Dataset d = train_data.load(to.progress && isatty(fileno(stderr)));
       std::cerr << info_text(d) << "\n";
       Split s = make_split(d, train_data.split_options());
@@ -187,6 +240,10 @@ int main(int argc, char** argv) {
                                      "\"valid_fraction\": {}, \"max_steps\": {}}}",
                                      data_desc, train_data.split, train_data.split_seed, train_data.test_fraction,
                                      train_data.valid_fraction, train_data.max_steps);
+      if (s.test.empty()) {
+        std::fprintf(stderr, "warning: the split has no test task (%zu tasks): the held-out report will be empty; raise "
+                             "--test-fraction or change --split-seed\n", d.tasks().size());
+      }
       TrainResult r = train_cost_model(d, s, to);
       std::fprintf(stderr, "trained %zu epochs in %.1f s; best epoch %d (valid top-1 %.4f); model: %s/best.tclm\n",
                    r.log.size(), r.seconds, r.best_epoch, r.best_valid_top1, out_dir.c_str());
@@ -208,7 +265,7 @@ int main(int argc, char** argv) {
 
     if (eval->parsed()) {
       set_threads(eval_threads);
-      WeightsFile w = load_weights(eval_model);
+      WeightsFile w = load_model_option(eval_model, *eval);
       if (w.model_kind != kMambaModelKind && eval_backend == "engine") {
         std::fprintf(stderr, "note: the inference engine runs Mamba models only; scoring this %s model with libtorch\n",
                      w.model_kind.c_str());
@@ -238,6 +295,10 @@ int main(int argc, char** argv) {
         Split s = make_split(d, eval_data.split_options());
         print_split(d, s);
         tasks = s.test;
+        if (tasks.empty()) {
+          throw Error(fmt::format("the split has no test task ({} tasks in the data); use --all-tasks, raise "
+                                  "--test-fraction or change --split-seed", d.tasks().size()));
+        }
       }
       std::vector<TaskResult> per_task;
       auto reports = evaluate_rankings(d, tasks, [&](const std::vector<uint32_t>& p) {
@@ -254,7 +315,7 @@ int main(int argc, char** argv) {
 
     if (predict->parsed()) {
       set_threads(pred_threads);
-      WeightsFile w = load_weights(pred_model);
+      WeightsFile w = load_model_option(pred_model, *predict);
       if (w.model_kind != kMambaModelKind && pred_backend == "engine") {
         std::fprintf(stderr, "note: the inference engine runs Mamba models only; scoring this %s model with libtorch\n",
                      w.model_kind.c_str());
@@ -264,9 +325,11 @@ int main(int argc, char** argv) {
       CostModel model;
       if (pred_backend == "torch") {
         model = load_cost_model(w, pred_model);  // refuses another feature version
+        if (predict->count("--max-steps") == 0) pred_max_steps = model_max_steps(w.metadata_json, pred_max_steps);
       } else {
         engine.emplace(w, pred_model);  // refuses another kind or feature version
         engine->set_threads(pred_threads);
+        if (predict->count("--max-steps") == 0) pred_max_steps = model_max_steps(w.metadata_json, pred_max_steps);
         engine->set_max_steps(pred_max_steps);
       }
       // Every well-formed record is scored, failed measurements included (a tuner scores
@@ -274,13 +337,30 @@ int main(int argc, char** argv) {
       std::vector<MeasureRecord> records;
       std::vector<int64_t> lines;
       ReadStats stats;
-      if (std::filesystem::is_directory(pred_input)) {
+      std::error_code fs_ec;
+      if (std::filesystem::is_directory(pred_input, fs_ec)) {
         throw Error("--input '" + pred_input + "' is a directory; give one record file (plain or .gz)");
       }
       read_record_file(pred_input, [&](const MeasureRecord& r, const RecordOrigin& o) {
         records.push_back(r);
         lines.push_back(o.line);
       }, &stats);
+      if (records.empty()) {
+        std::cerr << stats.report();
+        throw Error(fmt::format("--input '{}': no well-formed record or trace to score ({} lines, {} skipped{})",
+                                pred_input, stats.lines, stats.skipped,
+                                stats.workload_tables > 0 ? "; this is a MetaSchedule workload table: give the "
+                                                            "database_tuning_record.json beside it"
+                                                          : "; see the reasons above"));
+      }
+      for (size_t i = 0; i < records.size(); ++i) {
+        if (records[i].steps.empty()) continue;
+        try {
+          check_feature_family(w.feature_version, feature_version_of(records[i].steps[0].kind), pred_model);
+        } catch (const Error& e) {
+          throw Error(fmt::format("--input {}:{}: {}", pred_input, lines[i], e.what()));
+        }
+      }
       std::vector<float> scores(records.size());
       if (pred_backend == "engine") {
         std::vector<std::vector<TransformStep>> programs;
@@ -338,7 +418,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (exportc->parsed()) {
-      WeightsFile w = load_weights(export_in);
+      WeightsFile w = without_training_state(load_weights(export_in));  // a checkpoint's optimizer state etc. go
       CostModelEngine engine(w, export_in);  // the deployable path must accept it
       save_weights(w, export_out);
       std::printf("%s: %s model, feature encoding v%u, %lld parameters (%.3f MB) -> %s\n", export_in.c_str(),
@@ -348,10 +428,26 @@ int main(int argc, char** argv) {
     }
   } catch (const Error& e) {
     std::fprintf(stderr, "tclm: error: %s\n", e.what());
-    return 1;
+    return std::string_view(e.what()).starts_with("internal error") ? kExitInternal : kExitError;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "tclm: error: out of memory; use fewer or smaller inputs (or a smaller --batch-size, "
+                         "--d-model, --expand)\n");
+    return kExitError;
+  } catch (const c10::Error& e) {
+    // libtorch reports its allocator's failure as c10::Error, not std::bad_alloc.
+    const std::string what = e.what_without_backtrace();
+    if (what.find("can't allocate memory") != std::string::npos) {
+      std::fprintf(stderr, "tclm: error: out of memory in libtorch (%s); use a smaller --batch-size, --d-model or "
+                           "--expand, or fewer inputs\n", what.c_str());
+      return kExitError;
+    }
+    std::fprintf(stderr, "tclm: internal error: %s\nThis is a bug in tclm (or libtorch); please report it with the "
+                         "command line.\n", what.c_str());
+    return kExitInternal;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tclm: error: %s\n", e.what());
-    return 1;
+    std::fprintf(stderr, "tclm: internal error: %s\nThis is a bug in tclm (or a library it calls); please report it "
+                         "with the command line.\n", e.what());
+    return kExitInternal;
   }
   return 0;
 }

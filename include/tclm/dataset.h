@@ -42,6 +42,13 @@ struct PlatformStats {
   int64_t tasks = 0;
 };
 
+/// Per-platform counts and the reader's statistics of some sources: what `tclm info` prints.
+struct DataSummary {
+  std::vector<std::string> platforms;
+  std::vector<PlatformStats> platform_stats;  // one per platform
+  ReadStats read_stats;
+};
+
 struct Task {
   std::string workload_key;
   int platform = 0;
@@ -56,6 +63,14 @@ struct LoadOptions {
   bool progress = false;  // print progress to stderr
 };
 
+class Dataset;
+
+/// Streams every record of `sources` (file by file; through the binary cache when options.cache_dir is
+/// set, building it for files not cached yet) and counts them exactly as Dataset::load would, without
+/// keeping any program: memory grows with the number of tasks, not of records (docs/reliability.md,
+/// "Scale"). Throws tclm::Error only when a source path does not exist.
+DataSummary summarize_sources(const std::vector<DataSource>& sources, const LoadOptions& options);
+
 class Dataset {
  public:
   /// Reads every source. Malformed lines are skipped and counted (stats()); throws tclm::Error only
@@ -68,6 +83,8 @@ class Dataset {
   const std::vector<std::string>& groups() const { return groups_; }
   const std::vector<PlatformStats>& platform_stats() const { return platform_stats_; }
   const ReadStats& read_stats() const { return read_stats_; }
+  /// The counts `tclm info` prints (a copy).
+  DataSummary summary() const { return DataSummary{platforms_, platform_stats_, read_stats_}; }
   int max_steps() const { return max_steps_; }
   /// The feature encoding of the programs: kFeatureVersion (Ansor records) or kTraceFeatureVersion
   /// (MetaSchedule databases); kFeatureVersion when there is no program. Throws tclm::Error when the

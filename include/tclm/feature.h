@@ -104,7 +104,8 @@ inline constexpr int kPooledFeatureDim = 2 * kStepFeatureDim + 1;
 /// per-slot mean over steps, per-slot max over steps, log2(1 + n_steps). n_steps = 0 gives zeros.
 void pool_step_features(const float* x, int n_steps, float* out);
 
-/// The log-magnitude transform used for sizes: sign(x) * log2(1 + |x|) / 8.
+/// The log-magnitude transform used for sizes: sign(x) * log2(1 + |x|) / 8; NaN gives 0 and +-inf
+/// saturates at +-128 (the value of the largest double), so that no input yields a non-finite feature.
 float log_magnitude(double x);
 
 }  // namespace tclm

@@ -14,6 +14,8 @@
 // shapes that do not match the data; the error names the file and the problem. A shape [] (ndim 0)
 // holds one value, a shape with a 0 dimension none. Tensor names are unique: writers and readers
 // refuse duplicates (find() would be ambiguous) and negative dimensions.
+// Tensors whose names start with "trainer." are a training checkpoint's state (optimizer moments, the
+// best model so far; src/train/checkpoint.h): model loaders ignore them, `tclm export` strips them.
 #pragma once
 
 #include <cstdint>
@@ -39,9 +41,15 @@ struct WeightsFile {
 
   /// The tensor named `name`, or nullptr.
   const NamedTensor* find(const std::string& name) const;
-  /// Total number of float parameters.
+  /// Total number of float parameters (training state excluded).
   int64_t num_parameters() const;
 };
+
+/// Prefix of the tensors that hold a training checkpoint's state rather than the model.
+inline constexpr const char kTrainingStatePrefix[] = "trainer.";
+inline bool is_training_state(const std::string& tensor_name) { return tensor_name.rfind(kTrainingStatePrefix, 0) == 0; }
+/// The model alone: `weights` without its training-state tensors (a checkpoint made deployable).
+WeightsFile without_training_state(const WeightsFile& weights);
 
 /// Writes atomically: to "<path>.tmp.<pid>", fsync, then rename over `path`. Throws tclm::Error.
 void save_weights(const WeightsFile& weights, const std::string& path);
@@ -57,6 +65,11 @@ WeightsFile parse_weights(const std::string& bytes, const std::string& name_for_
 /// of this tclm's feature encodings (kFeatureVersion for Ansor steps, kTraceFeatureVersion for
 /// MetaSchedule traces; tclm/feature.h): a model never reads features of another encoding version.
 void check_feature_version(const WeightsFile& weights, const std::string& name);
+/// Throws tclm::Error (starting with `name`, naming the tensor and the index) when a model tensor
+/// holds NaN or an infinity: a model that diverged must not score programs. The file format itself
+/// stores any float (round trips are bitwise); the model loaders (the inference engine,
+/// load_cost_model) call this.
+void check_finite_parameters(const WeightsFile& weights, const std::string& name);
 /// Throws tclm::Error (starting with `name`) when a model trained on `model_version` is given programs
 /// of the encoding `data_version` (e.g. an Ansor-trained model asked to score MetaSchedule traces).
 void check_feature_family(uint32_t model_version, uint32_t data_version, const std::string& name);

@@ -124,7 +124,7 @@ def cli(args: Sequence[str], check: bool = True, capture_output: bool = True, **
     arguments go to subprocess.run (``cwd``, ``env``, ``timeout``, ...).
     Raises FileNotFoundError when no tool is found, and :class:`CliError` (a
     subprocess.CalledProcessError whose message ends with the tool's stderr) when ``check`` is true
-    and the tool exits with a non-zero status (1: bad input or failure; 2 or CLI11's codes: usage).
+    and the tool exits with a non-zero status (1: bad input or failure; 2: usage; 3: internal error).
     """
     if isinstance(args, (str, bytes)):
         raise TypeError("tclm.cli: args must be a list of arguments, not one string")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from typing import List, Optional
 
@@ -133,6 +134,9 @@ class TclmCostModel(ms.cost_model.PyCostModel):
         self.measured = 0
         self.failed = 0
         self.predicted = 0
+        self.unreadable = 0  # candidates whose trace could not be read (ranked last)
+        self._warned_unreadable = False
+        self._warned_fine_tune = False
         self.predict_seconds = 0.0
         self.log: List[dict] = []
 
@@ -177,7 +181,15 @@ class TclmCostModel(ms.cost_model.PyCostModel):
         if self.engine is None:
             scores = self.rng.random(n)
         else:
-            raw = self.engine.predict_lines([trace_json(c.sch) for c in candidates]).astype(np.float64)
+            raw, errors = self.engine.predict_lines_with_errors([trace_json(c.sch) for c in candidates])
+            raw = raw.astype(np.float64)
+            bad = [e for e in errors if e]
+            if bad:  # ranked last; said once, counted in stats(): a TVM trace change must not go unnoticed
+                self.unreadable += len(bad)
+                if not self._warned_unreadable:
+                    self._warned_unreadable = True
+                    print(f"tclm: {len(bad)} of {n} candidates could not be read and are ranked last "
+                          f"(first: {bad[0]})", file=sys.stderr)
             raw = np.nan_to_num(raw, nan=-50.0, posinf=50.0, neginf=-50.0)  # an unreadable trace ranks last
             scores = 1.0 / (1.0 + np.exp(-np.clip(raw, -50.0, 50.0)))
         self.predicted += n
@@ -214,13 +226,20 @@ class TclmCostModel(ms.cost_model.PyCostModel):
             self._load_engine(os.path.join(out, "best.tclm"))
             self.trainings += 1
             self.new_records = 0
-        else:  # keep tuning with the previous model; say why once in the log
+        else:  # keep tuning with the previous model; say why in the log, and once on stderr
             entry["error"] = (result.stderr or "")[-2000:]
+            if not self._warned_fine_tune:
+                self._warned_fine_tune = True
+                last = (result.stderr or "").strip().splitlines()[-1:] or ["(no output)"]
+                print(f"tclm: fine-tuning failed (exit {result.returncode}): {last[0]}; tuning continues with the "
+                      f"previous model", file=sys.stderr)
         self.log.append(entry)
 
     def stats(self) -> dict:
-        """Counters for reports: measured, failed, trainings, train/predict seconds, predicted."""
+        """Counters for reports: measured, failed, trainings, unreadable candidates, train/predict seconds,
+        predicted."""
         return {"measured": self.measured, "failed": self.failed, "trainings": self.trainings,
+                "unreadable": self.unreadable,
                 "train_seconds": self.train_seconds, "predicted": self.predicted,
                 "predict_seconds": self.predict_seconds, "model": self.model_path}
 

@@ -51,6 +51,8 @@ def test_tune_matmul_with_tclm(tmp_path):
     stats = model.stats()
     assert stats["measured"] >= 8, stats
     assert stats["predicted"] > 0, stats
+    # Every candidate TVM generated was read by tclm's trace parser (none ranked last for being unreadable).
+    assert stats["unreadable"] == 0, stats
     # tclm fine-tuned on what was measured (>= 8 successful measurements) and scores with that model.
     assert stats["trainings"] >= 1, (stats, model.log)
     assert model.engine is not None and model.engine.feature_encoding.startswith("MetaSchedule")

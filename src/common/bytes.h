@@ -70,5 +70,7 @@ class ByteReader {
 void write_file_atomic(const std::string& path, const std::string& bytes);
 /// Reads a whole file; throws tclm::Error naming the file.
 std::string read_file(const std::string& path);
+/// `s` with '"', '\\' and control characters escaped for a JSON string.
+std::string json_escape(const std::string& s);
 
 }  // namespace tclm

@@ -11,7 +11,8 @@ namespace {
 constexpr size_t kChunk = 1 << 20;
 }
 
-LineReader::LineReader(const std::string& path) : path_(path), buf_(kChunk) {
+// The buffer is not value-initialised: zeroing 1 MiB per file made opening a small file cost ~1 ms.
+LineReader::LineReader(const std::string& path) : path_(path), buf_(new char[kChunk]) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) throw Error("cannot open '" + path + "': " + std::strerror(errno));
   gzbuffer(f, 256 * 1024);
@@ -22,13 +23,22 @@ LineReader::~LineReader() {
   if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
 }
 
+namespace {
+// zlib's message starts with the path; the reason names the damage and what it costs.
+std::string gzip_error(const std::string& path, const char* msg) {
+  std::string m = msg ? msg : "unknown";
+  if (m.rfind(path + ": ", 0) == 0) m = m.substr(path.size() + 2);
+  return "truncated or damaged gzip stream, the rest of the file is lost (" + m + "); copy the file again";
+}
+}  // namespace
+
 bool LineReader::fill() {
   if (eof_) return false;
-  int n = gzread(static_cast<gzFile>(gz_), buf_.data(), static_cast<unsigned>(buf_.size()));
+  int n = gzread(static_cast<gzFile>(gz_), buf_.get(), static_cast<unsigned>(kChunk));
   if (n < 0) {
     int errnum = 0;
     const char* msg = gzerror(static_cast<gzFile>(gz_), &errnum);
-    error_ = std::string("gzip read error: ") + (msg ? msg : "unknown");
+    error_ = gzip_error(path_, msg);
     eof_ = true;
     return false;
   }
@@ -37,7 +47,7 @@ bool LineReader::fill() {
     int errnum = 0;
     const char* msg = gzerror(static_cast<gzFile>(gz_), &errnum);
     if (errnum != Z_OK && errnum != Z_STREAM_END) {
-      error_ = std::string("gzip read error: ") + (msg ? msg : "unknown");
+      error_ = gzip_error(path_, msg);
     }
     eof_ = true;
     return false;
@@ -56,7 +66,7 @@ bool LineReader::next(std::string_view* line) {
       ++line_no_;  // a last line without '\n'
       break;
     }
-    const char* start = buf_.data() + begin_;
+    const char* start = buf_.get() + begin_;
     const void* nl = std::memchr(start, '\n', end_ - begin_);
     if (nl == nullptr) {
       carry_.append(start, end_ - begin_);

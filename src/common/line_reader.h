@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,7 +31,7 @@ class LineReader {
   bool fill();
   void* gz_ = nullptr;
   std::string path_;
-  std::vector<char> buf_;
+  std::unique_ptr<char[]> buf_;  // kChunk bytes, not zeroed (gzread fills what is used)
   size_t begin_ = 0, end_ = 0;
   bool eof_ = false;
   int64_t line_no_ = 0;

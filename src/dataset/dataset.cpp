@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
+#include <functional>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "dataset/record_cache.h"
@@ -34,11 +37,13 @@ DataSource DataSource::parse(const std::string& spec) {
   if (eq != std::string::npos && spec.find('/') > eq) {
     s.platform = spec.substr(0, eq);
     s.path = spec.substr(eq + 1);
-    if (s.platform.empty()) throw Error("data source '" + spec + "': empty platform name before '='");
+    if (s.platform.empty()) {
+      throw Error("-d/--data '" + spec + "': empty platform name before '='; use -d PLATFORM=PATH or -d PATH");
+    }
   } else {
     s.path = spec;
   }
-  if (s.path.empty()) throw Error("data source '" + spec + "': empty path");
+  if (s.path.empty()) throw Error("-d/--data '" + spec + "': empty path; use -d PLATFORM=PATH or -d PATH");
   return s;
 }
 
@@ -76,18 +81,27 @@ int Dataset::intern_group(const std::string& name) {
   return it->second;
 }
 
-void Dataset::add_record(const MeasureRecord& r, int platform, int group) {
-  PlatformStats& ps = platform_stats_[platform];
+namespace {
+// Counts a record in its platform's statistics; true when it is a valid program (no error, good costs).
+// Dataset::add_record and summarize_sources count with this one function.
+bool count_record(PlatformStats& ps, const MeasureRecord& r) {
   ++ps.records;
   if (r.error_no != 0) {
     ++ps.errors;
     ++ps.errors_by_code[r.error_no];
-    return;
+    return false;
   }
   if (!r.valid()) {
     ++ps.bad_costs;
-    return;
+    return false;
   }
+  return true;
+}
+}  // namespace
+
+void Dataset::add_record(const MeasureRecord& r, int platform, int group) {
+  PlatformStats& ps = platform_stats_[platform];
+  if (!count_record(ps, r)) return;
   auto key = std::make_pair(platform, r.workload_key);
   auto [it, inserted] = task_index_.emplace(key, static_cast<uint32_t>(tasks_.size()));
   if (inserted) {
@@ -245,26 +259,21 @@ std::string group_of(const std::string& root, const std::string& file) {
   return dir.filename().empty() ? "." : dir.filename().string();
 }
 
-}  // namespace
-
-Dataset Dataset::load(const std::vector<DataSource>& sources, const LoadOptions& options) {
-  Dataset d;
-  d.max_steps_ = options.max_steps;
+// Reads the records of every file of `sources` in order: on_file(source, file) before each file, then
+// on_record for each record; returns the merged reader statistics. Unreadable files are counted.
+ReadStats read_sources(const std::vector<DataSource>& sources, const LoadOptions& options,
+                       const std::function<void(const DataSource&, const std::string&)>& on_file,
+                       const std::function<void(const MeasureRecord&, const RecordOrigin&)>& on_record) {
   if (options.max_steps < 1) throw Error(fmt::format("--max-steps must be >= 1 (got {})", options.max_steps));
   std::vector<std::pair<const DataSource*, std::string>> files;
   for (const auto& src : sources) {
     for (auto& f : list_record_files(src.path)) files.emplace_back(&src, std::move(f));
   }
+  ReadStats total;
   auto t0 = std::chrono::steady_clock::now();
   for (size_t i = 0; i < files.size(); ++i) {
-    const DataSource& src = *files[i].first;
     const std::string& file = files[i].second;
-    int group = d.intern_group(group_of(src.path, file));
-    int fixed_platform = src.platform.empty() ? -1 : d.intern_platform(src.platform);
-    auto on_record = [&](const MeasureRecord& r, const RecordOrigin&) {
-      int platform = fixed_platform >= 0 ? fixed_platform : d.intern_platform(normalize_target(r.target, r.hw_params));
-      d.add_record(r, platform, group);
-    };
+    on_file(*files[i].first, file);
     ReadStats fs;
     try {
       if (!options.cache_dir.empty()) {
@@ -275,23 +284,72 @@ Dataset Dataset::load(const std::vector<DataSource>& sources, const LoadOptions&
     } catch (const Error& e) {
       fs.skip(file, 0, std::string("unreadable file: ") + e.what());
     }
-    d.read_stats_.merge(fs);
+    total.merge(fs);
     if (options.progress) {
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::fprintf(stderr, "\rreading records: %zu/%zu files, %lld records, %.1f s", i + 1, files.size(),
-                   static_cast<long long>(d.read_stats_.records), s);
+                   static_cast<long long>(total.records), s);
       std::fflush(stderr);
     }
   }
   if (options.progress && !files.empty()) std::fprintf(stderr, "\n");
+  return total;
+}
+
+}  // namespace
+
+Dataset Dataset::load(const std::vector<DataSource>& sources, const LoadOptions& options) {
+  Dataset d;
+  d.max_steps_ = options.max_steps;
+  int group = 0, fixed_platform = -1;
+  d.read_stats_ = read_sources(
+      sources, options,
+      [&](const DataSource& src, const std::string& file) {
+        group = d.intern_group(group_of(src.path, file));
+        fixed_platform = src.platform.empty() ? -1 : d.intern_platform(src.platform);
+      },
+      [&](const MeasureRecord& r, const RecordOrigin&) {
+        const int platform =
+            fixed_platform >= 0 ? fixed_platform : d.intern_platform(normalize_target(r.target, r.hw_params));
+        d.add_record(r, platform, group);
+      });
   d.finalize();
   return d;
 }
 
+DataSummary summarize_sources(const std::vector<DataSource>& sources, const LoadOptions& options) {
+  DataSummary out;
+  std::map<std::string, int> platform_index;
+  std::set<std::pair<int, uint64_t>> tasks;  // (platform, hash of the workload key)
+  auto intern = [&](const std::string& name) {
+    auto [it, inserted] = platform_index.emplace(name, static_cast<int>(out.platforms.size()));
+    if (inserted) {
+      out.platforms.push_back(name);
+      out.platform_stats.emplace_back();
+    }
+    return it->second;
+  };
+  int fixed_platform = -1;
+  out.read_stats = read_sources(
+      sources, options,
+      [&](const DataSource& src, const std::string&) {
+        fixed_platform = src.platform.empty() ? -1 : intern(src.platform);
+      },
+      [&](const MeasureRecord& r, const RecordOrigin&) {
+        const int platform = fixed_platform >= 0 ? fixed_platform : intern(normalize_target(r.target, r.hw_params));
+        PlatformStats& ps = out.platform_stats[platform];
+        if (!count_record(ps, r)) return;  // as Dataset::add_record
+        if (tasks.emplace(platform, fnv1a64(r.workload_key)).second) ++ps.tasks;
+        ++ps.programs;
+        if (static_cast<int>(r.steps.size()) > options.max_steps) ++ps.truncated;
+      });
+  return out;
+}
+
 Split make_split(const Dataset& data, const SplitOptions& o) {
   if (o.test_fraction < 0 || o.valid_fraction < 0 || o.test_fraction + o.valid_fraction >= 1) {
-    throw Error(fmt::format("split fractions must be >= 0 and test + valid < 1 (test {}, valid {})",
-                            o.test_fraction, o.valid_fraction));
+    throw Error(fmt::format("--test-fraction {} and --valid-fraction {} must be >= 0 with a sum below 1; lower one of "
+                            "them", o.test_fraction, o.valid_fraction));
   }
   // A unit's position in [0, 1): < test -> test; < test + valid -> valid; else train.
   auto part_of = [&](std::string_view unit) {

@@ -1,6 +1,13 @@
 #include "dataset/record_cache.h"
 
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <map>
 #include <fmt/format.h>
 #include <zlib.h>
 
@@ -14,46 +21,145 @@ namespace tclm {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'C', 'L', 'M', 'R', 'C', '0', '1'};
-constexpr uint32_t kCacheVersion = 2;  // 2: MetaSchedule databases are read
+// 3: blocks of varint-coded records with a string table, streamed (2: one buffer of fixed-width
+//    records, decoded whole: bigger than the JSON and slower than parsing it; docs/reliability.md).
+constexpr uint32_t kCacheVersion = 3;
+constexpr size_t kBlockBytes = 1 << 20;  // a block is flushed once it holds this much
+constexpr uint8_t kRecordsBlock = 'R', kStatsBlock = 'S';
+constexpr uint32_t kMaxBlockBytes = 64u << 20;  // a larger length is damage, never allocated
 
-void put_record(ByteWriter& w, const MeasureRecord& r, int64_t line) {
-  w.put<int64_t>(line);
-  w.put_str(r.workload_key);
-  w.put_str(r.target);
-  w.put_vec(r.hw_params);
-  w.put_vec(r.costs);
-  w.put<int32_t>(r.error_no);
-  w.put<double>(r.all_cost);
-  w.put<int64_t>(r.timestamp);
-  w.put_str(r.version);
-  w.put<uint32_t>(static_cast<uint32_t>(r.steps.size()));
-  for (const auto& s : r.steps) {
-    w.put<uint8_t>(static_cast<uint8_t>(s.kind));
-    w.put<int32_t>(s.list_pos);
-    w.put<int32_t>(s.n_list);
-    w.put_str(s.str);
-    w.put_vec(s.ints);
+void put_varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7F) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+
+// Reads a block's payload; every get fails (returns false) instead of reading past the end.
+struct VarReader {
+  const uint8_t* p;
+  const uint8_t* end;
+  bool varint(uint64_t* v) {
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p == end) return false;
+      const uint8_t b = *p++;
+      x |= static_cast<uint64_t>(b & 0x7F) << shift;
+      if (!(b & 0x80)) {
+        *v = x;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool svarint(int64_t* v) {
+    uint64_t u;
+    if (!varint(&u)) return false;
+    *v = unzigzag(u);
+    return true;
+  }
+  bool f64(double* v) {
+    if (end - p < 8) return false;
+    std::memcpy(v, p, 8);
+    p += 8;
+    return true;
+  }
+};
+
+// The strings of one cache file (workload keys, targets, versions, step strings), each written once:
+// id == table size means "a new string follows".
+struct StringTableWriter {
+  std::map<std::string, uint64_t, std::less<>> ids;
+  void put(std::string& out, const std::string& s) {
+    auto [it, inserted] = ids.emplace(s, ids.size());
+    put_varint(out, it->second);
+    if (inserted) {
+      put_varint(out, s.size());
+      out += s;
+    }
+  }
+};
+struct StringTableReader {
+  std::vector<std::string> strings;
+  bool get(VarReader& rd, std::string* s) {
+    uint64_t id;
+    if (!rd.varint(&id) || id > strings.size()) return false;
+    if (id == strings.size()) {
+      uint64_t n;
+      if (!rd.varint(&n) || n > static_cast<uint64_t>(rd.end - rd.p)) return false;
+      strings.emplace_back(reinterpret_cast<const char*>(rd.p), n);
+      rd.p += n;
+    }
+    s->assign(strings[id]);
+    return true;
+  }
+};
+
+void put_record(std::string& out, StringTableWriter& strings, const MeasureRecord& r, int64_t line) {
+  put_varint(out, zigzag(line));
+  strings.put(out, r.workload_key);
+  strings.put(out, r.target);
+  strings.put(out, r.version);
+  put_varint(out, r.hw_params.size());
+  for (int64_t v : r.hw_params) put_varint(out, zigzag(v));
+  put_varint(out, r.costs.size());
+  for (double c : r.costs) out.append(reinterpret_cast<const char*>(&c), 8);
+  put_varint(out, zigzag(r.error_no));
+  out.append(reinterpret_cast<const char*>(&r.all_cost), 8);
+  put_varint(out, zigzag(r.timestamp));
+  put_varint(out, r.steps.size());
+  for (const auto& st : r.steps) {
+    out.push_back(static_cast<char>(st.kind));
+    put_varint(out, zigzag(st.list_pos));
+    put_varint(out, zigzag(st.n_list));
+    strings.put(out, st.str);
+    put_varint(out, st.ints.size());
+    for (int64_t v : st.ints) put_varint(out, zigzag(v));
   }
 }
 
-bool get_record(ByteReader& rd, MeasureRecord* r, int64_t* line) {
-  int32_t err;
-  uint32_t n_steps;
-  if (!rd.get(line) || !rd.get_str(&r->workload_key) || !rd.get_str(&r->target) ||
-      !rd.get_vec(&r->hw_params) || !rd.get_vec(&r->costs) || !rd.get(&err) || !rd.get(&r->all_cost) ||
-      !rd.get(&r->timestamp) || !rd.get_str(&r->version) || !rd.get(&n_steps)) {
+// Decodes one record into `r`, reusing its storage.
+bool get_record(VarReader& rd, StringTableReader& strings, MeasureRecord* r, int64_t* line) {
+  uint64_t n;
+  int64_t v;
+  if (!rd.svarint(line) || !strings.get(rd, &r->workload_key) || !strings.get(rd, &r->target) ||
+      !strings.get(rd, &r->version) || !rd.varint(&n) || n > static_cast<uint64_t>(rd.end - rd.p)) {
     return false;
   }
-  r->error_no = err;
-  if (n_steps > rd.remaining()) return false;
-  r->steps.resize(n_steps);
-  for (auto& s : r->steps) {
-    uint8_t kind;
-    if (!rd.get(&kind) || kind >= kNumStepKinds || !rd.get(&s.list_pos) || !rd.get(&s.n_list) ||
-        !rd.get_str(&s.str) || !rd.get_vec(&s.ints)) {
+  r->hw_params.resize(n);
+  for (auto& h : r->hw_params) {
+    if (!rd.svarint(&h)) return false;
+  }
+  if (!rd.varint(&n) || n > static_cast<uint64_t>(rd.end - rd.p) / 8) return false;
+  r->costs.resize(n);
+  for (auto& c : r->costs) {
+    if (!rd.f64(&c)) return false;
+  }
+  if (!rd.svarint(&v) || v < INT32_MIN || v > INT32_MAX) return false;
+  r->error_no = static_cast<int>(v);
+  if (!rd.f64(&r->all_cost) || !rd.svarint(&r->timestamp) || !rd.varint(&n) ||
+      n > static_cast<uint64_t>(rd.end - rd.p)) {
+    return false;
+  }
+  r->steps.resize(n);
+  for (auto& st : r->steps) {
+    int64_t list_pos, n_list;
+    if (rd.p == rd.end || *rd.p >= kNumStepKinds) return false;
+    st.kind = static_cast<StepKind>(*rd.p++);
+    if (!rd.svarint(&list_pos) || !rd.svarint(&n_list) || list_pos < INT32_MIN || list_pos > INT32_MAX ||
+        n_list < INT32_MIN || n_list > INT32_MAX || !strings.get(rd, &st.str) || !rd.varint(&n) ||
+        n > static_cast<uint64_t>(rd.end - rd.p)) {
       return false;
     }
-    s.kind = static_cast<StepKind>(kind);
+    st.list_pos = static_cast<int32_t>(list_pos);
+    st.n_list = static_cast<int32_t>(n_list);
+    st.ints.resize(n);
+    for (auto& x : st.ints) {
+      if (!rd.svarint(&x)) return false;
+    }
   }
   return true;
 }
@@ -105,40 +211,92 @@ SourceId source_id(const std::string& path) {
   return id;
 }
 
+// A cache file: magic, u32 version, u64 source size, i64 source mtime, str source path, then blocks
+// (u8 kind, u32 payload bytes, u32 CRC-32 of the payload, payload): records blocks, then exactly one
+// stats block (the file's ReadStats), which ends the file.
+class CacheFile {
+ public:
+  explicit CacheFile(const std::string& path) : f_(std::fopen(path.c_str(), "rb")) {}
+  ~CacheFile() {
+    if (f_) std::fclose(f_);
+  }
+  CacheFile(const CacheFile&) = delete;
+  CacheFile& operator=(const CacheFile&) = delete;
+  bool ok() const { return f_ != nullptr; }
+  bool read(void* p, size_t n) { return std::fread(p, 1, n, f_) == n; }
+  template <typename T>
+  bool get(T* v) { return read(v, sizeof(T)); }
+  bool get_str(std::string* s) {
+    uint32_t n;
+    if (!get(&n) || n > 1 << 20) return false;
+    s->resize(n);
+    return read(s->data(), n);
+  }
+  long tell() { return std::ftell(f_); }
+  bool seek(long at) { return std::fseek(f_, at, SEEK_SET) == 0; }
+  // The next block; false at damage (bad length, short read, CRC mismatch).
+  bool block(uint8_t* kind, std::string* payload) {
+    uint32_t n, crc;
+    if (!get(kind) || !get(&n) || !get(&crc) || n > kMaxBlockBytes) return false;
+    payload->resize(n);
+    if (!read(payload->data(), n)) return false;
+    return crc32(0L, reinterpret_cast<const Bytef*>(payload->data()), n) == crc;
+  }
+  bool at_end() { return std::fgetc(f_) == EOF; }
+
+ private:
+  FILE* f_;
+};
+
 // Replays a cache file; false if it is missing, stale or damaged (nothing was delivered then).
+// Memory: one block and the file's string table, whatever the size of the file.
 bool replay(const std::string& cache_path, const std::string& abs, const SourceId& id,
             const std::function<void(const MeasureRecord&, const RecordOrigin&)>& fn,
             const std::string& path, ReadStats* stats) {
-  std::string bytes;
-  try {
-    bytes = read_file(cache_path);
-  } catch (const Error&) {
-    return false;
-  }
-  if (bytes.size() < sizeof(kMagic) + 4 || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) return false;
-  uint32_t stored_crc;
-  std::memcpy(&stored_crc, bytes.data() + bytes.size() - 4, 4);
-  uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size() - 4));
-  if (crc != stored_crc) return false;
-  ByteReader rd(bytes.data() + sizeof(kMagic), bytes.size() - sizeof(kMagic) - 4);
+  CacheFile f(cache_path);
+  if (!f.ok()) return false;
+  char magic[sizeof(kMagic)];
   uint32_t version;
   SourceId cached;
   std::string cached_path;
-  ReadStats fs;
-  uint64_t n;
-  if (!rd.get(&version) || version != kCacheVersion || !rd.get(&cached.size) || !rd.get(&cached.mtime) ||
-      !rd.get_str(&cached_path) || cached.size != id.size || cached.mtime != id.mtime || cached_path != abs ||
-      !get_stats(rd, &fs) || !rd.get(&n)) {
+  if (!f.read(magic, sizeof magic) || std::memcmp(magic, kMagic, sizeof magic) != 0 || !f.get(&version) ||
+      version != kCacheVersion || !f.get(&cached.size) || !f.get(&cached.mtime) || !f.get_str(&cached_path) ||
+      cached.size != id.size || cached.mtime != id.mtime || cached_path != abs) {
     return false;
   }
-  // Decode everything first so that a damaged file delivers nothing rather than half.
-  std::vector<MeasureRecord> records(n > rd.remaining() ? 0 : n);
-  std::vector<int64_t> lines(records.size());
-  if (records.size() != n) return false;
-  for (uint64_t i = 0; i < n; ++i) {
-    if (!get_record(rd, &records[i], &lines[i])) return false;
+  // Pass 1: every block's checksum and the final stats block, so that a damaged file delivers nothing
+  // rather than half (the caller then re-parses the source).
+  const long first_block = f.tell();
+  std::string payload;
+  uint8_t kind = 0;
+  ReadStats fs;
+  for (;;) {
+    if (!f.block(&kind, &payload)) return false;
+    if (kind == kStatsBlock) break;
+    if (kind != kRecordsBlock) return false;
   }
-  for (uint64_t i = 0; i < n; ++i) fn(records[i], RecordOrigin{&path, lines[i]});
+  ByteReader srd(payload.data(), payload.size());
+  if (!get_stats(srd, &fs) || !f.at_end()) return false;
+  // Pass 2: decode and deliver, block by block (the pages are in the OS cache now).
+  if (!f.seek(first_block)) return false;
+  StringTableReader strings;
+  MeasureRecord r;
+  int64_t line = 0;
+  for (;;) {
+    if (!f.block(&kind, &payload)) return false;
+    if (kind == kStatsBlock) break;
+    VarReader rd{reinterpret_cast<const uint8_t*>(payload.data()),
+                 reinterpret_cast<const uint8_t*>(payload.data()) + payload.size()};
+    while (rd.p < rd.end) {
+      // Checked by CRC, so a decode failure means a bug or a file written by another build: stop
+      // here; what was delivered stays delivered, and the caller does not re-parse.
+      if (!get_record(rd, strings, &r, &line)) {
+        throw Error(fmt::format("{}: undecodable record in the cache of {}; delete the cache directory", cache_path,
+                                path));
+      }
+      fn(r, RecordOrigin{&path, line});
+    }
+  }
   fs.files = 1;
   stats->merge(fs);
   return true;
@@ -162,36 +320,66 @@ void read_record_file_cached(const std::string& path, const std::string& cache_d
   const std::string cache_path = (fs::path(cache_dir) / fmt::format("{:016x}.tcrc", fnv1a64(abs))).string();
   if (replay(cache_path, abs, id, fn, path, stats)) return;
 
-  ByteWriter body;
-  uint64_t n = 0;
-  ByteWriter recs;
+  // Parse the source, delivering its records and writing the cache block by block to a temporary file
+  // renamed over the cache at the end (atomic; a failed write only costs speed next time).
+  fs::create_directories(cache_dir, ec);
+  const std::string tmp = fmt::format("{}.tmp.{}", cache_path, static_cast<long>(::getpid()));
+  FILE* out = std::fopen(tmp.c_str(), "wb");
+  bool write_ok = out != nullptr;
+  auto write = [&](const void* p, size_t n) { write_ok = write_ok && std::fwrite(p, 1, n, out) == n; };
+  auto write_block = [&](uint8_t kind, const std::string& payload) {
+    const uint32_t n = static_cast<uint32_t>(payload.size());
+    const uint32_t crc =
+        static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(payload.data()), static_cast<uInt>(n)));
+    write(&kind, 1);
+    write(&n, 4);
+    write(&crc, 4);
+    write(payload.data(), n);
+  };
+  if (write_ok) {
+    ByteWriter head;
+    head.bytes().append(kMagic, sizeof(kMagic));
+    head.put<uint32_t>(kCacheVersion);
+    head.put<uint64_t>(id.size);
+    head.put<int64_t>(id.mtime);
+    head.put_str(abs);
+    write(head.bytes().data(), head.bytes().size());
+  }
+  StringTableWriter strings;
+  std::string block;
   ReadStats fs1;
   read_record_file(
       path,
       [&](const MeasureRecord& r, const RecordOrigin& o) {
-        put_record(recs, r, o.line);
-        ++n;
+        if (write_ok) {
+          put_record(block, strings, r, o.line);
+          if (block.size() >= kBlockBytes) {
+            write_block(kRecordsBlock, block);
+            block.clear();
+          }
+        }
         fn(r, o);
       },
       &fs1);
   stats->merge(fs1);
-  body.bytes().append(kMagic, sizeof(kMagic));
-  body.put<uint32_t>(kCacheVersion);
-  body.put<uint64_t>(id.size);
-  body.put<int64_t>(id.mtime);
-  body.put_str(abs);
-  put_stats(body, fs1);
-  body.put<uint64_t>(n);
-  body.bytes() += recs.bytes();
-  uint32_t crc = static_cast<uint32_t>(
-      crc32(0L, reinterpret_cast<const Bytef*>(body.bytes().data()), static_cast<uInt>(body.bytes().size())));
-  body.put<uint32_t>(crc);
-  fs::create_directories(cache_dir, ec);
-  try {
-    write_file_atomic(cache_path, body.bytes());
-  } catch (const Error& e) {
-    // A cache that cannot be written only costs speed next time; say so once per file.
-    std::fprintf(stderr, "warning: %s (continuing without cache)\n", e.what());
+  if (write_ok) {
+    if (!block.empty()) write_block(kRecordsBlock, block);
+    ByteWriter st;
+    put_stats(st, fs1);
+    write_block(kStatsBlock, st.bytes());
+  }
+  if (out != nullptr) {
+    write_ok = std::fflush(out) == 0 && ::fsync(fileno(out)) == 0 && write_ok;
+    write_ok = std::fclose(out) == 0 && write_ok;
+  }
+  if (write_ok && std::rename(tmp.c_str(), cache_path.c_str()) == 0) return;
+  const int err = errno;
+  std::remove(tmp.c_str());
+  // A cache that cannot be written only costs speed next time; said once per process (not per file).
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    std::fprintf(stderr, "warning: --cache-dir '%s': cannot write %s (%s); continuing without a cache\n",
+                 cache_dir.c_str(), cache_path.c_str(), err ? std::strerror(err) : "write failed");
   }
 }
 

@@ -2,9 +2,12 @@
 //
 // One cache file per source file, named by a hash of its absolute path, valid while the source's
 // size and modification time are unchanged; so adding files to a directory re-parses only the new
-// ones. Layout: magic "TCLMRC01", u32 cache version, u64 source size, i64 source mtime (ns), str
-// source path, the file's ReadStats, u64 record count, records, u32 CRC-32 of all preceding bytes.
-// A cache file that is stale, truncated or corrupt is ignored and rewritten.
+// ones (the cache is built incrementally). Layout (version 3): magic "TCLMRC01", u32 cache version,
+// u64 source size, i64 source mtime (ns), str source path, then blocks of about 1 MB (u8 kind, u32
+// bytes, u32 CRC-32, payload): records coded with varints and a per-file string table (workload
+// keys, targets are stored once), then one stats block (the file's ReadStats). Written and read block
+// by block: memory stays at one block whatever the file's size. A cache file that is stale,
+// truncated or corrupt (any block's checksum) is ignored, delivers nothing, and is rewritten.
 #pragma once
 
 #include <functional>

@@ -58,6 +58,10 @@ int scope_index(std::string_view s) {
 }  // namespace
 
 float log_magnitude(double x) {
+  // Products of hostile split lengths overflow to inf (and inf * 0 is NaN): saturate at the value of
+  // the largest double (log2(2^1024) / 8 = 128) instead of feeding inf or NaN to a model.
+  if (std::isnan(x)) return 0.0f;
+  if (std::isinf(x)) return x < 0 ? -128.0f : 128.0f;
   double a = std::fabs(x);
   double v = std::log2(1.0 + a) / 8.0;
   return static_cast<float>(x < 0 ? -v : v);
@@ -247,7 +251,7 @@ class LoopTracker {
         // the first n_split-1 lengths of the source, then the product of the rest
         std::vector<double> lengths;
         int j = 0;
-        for (; j < a[3] - 1 && j < src->n_list; ++j) lengths.push_back(static_cast<double>(src->ints[src->list_pos + j]));
+        for (; j + int64_t{1} < a[3] && j < src->n_list; ++j) lengths.push_back(static_cast<double>(src->ints[src->list_pos + j]));
         if (j < src->n_list) {
           double prod = 1;
           for (; j < src->n_list; ++j) prod *= static_cast<double>(src->ints[src->list_pos + j]);
@@ -271,7 +275,7 @@ class LoopTracker {
       case StepKind::kFuse: {  // stage, [ids]
         if (st.list_pos < 0 || st.n_list < 1) return -1;
         const int64_t first = a[st.list_pos];
-        if (first < 0 || first + st.n_list > kMaxIters) return -1;
+        if (first < 0 || first > kMaxIters - st.n_list) return -1;  // (first + n_list could overflow)
         auto& it = iters(s, static_cast<size_t>(first + st.n_list));
         double prod = 1;
         for (int i = 0; i < st.n_list; ++i) {

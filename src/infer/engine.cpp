@@ -135,7 +135,7 @@ std::map<std::string, const NamedTensor*> check_tensors(const WeightsFile& w, co
     out[tname] = &t;
   }
   for (const NamedTensor& t : w.tensors) {
-    if (out.count(t.name) == 0) {
+    if (out.count(t.name) == 0 && !is_training_state(t.name)) {
       throw Error(fmt::format("{}: unknown tensor \"{}\" for a Mamba model (config {})", name, t.name,
                               cfg.to_json()));
     }
@@ -147,10 +147,12 @@ std::map<std::string, const NamedTensor*> check_tensors(const WeightsFile& w, co
 
 CostModelEngine::CostModelEngine(const WeightsFile& w, const std::string& name) {
   if (w.model_kind != kMambaModelKind) {
-    throw Error(fmt::format("{}: model kind '{}' is not supported here (expected '{}')", name, w.model_kind,
+    throw Error(fmt::format("{}: model kind '{}': the inference engine (and tclm export) takes '{}' models only; score "
+                            "this one with 'tclm predict/eval --backend torch'", name, w.model_kind,
                             kMambaModelKind));
   }
   check_feature_version(w, name);
+  check_finite_parameters(w, name);
   MambaConfig cfg;
   try {
     cfg = MambaConfig::from_json(w.config_json);
@@ -645,6 +647,22 @@ void CostModelEngine::predict(const float* x, const float* mask, int64_t n, int 
   if (n == 0) return;
   if (scores == nullptr || (L > 0 && (x == nullptr || mask == nullptr))) {
     throw Error("CostModelEngine::predict: null pointer");
+  }
+  // Features come from the caller here (not from the featurizer): a NaN or infinity in a real step
+  // would silently give a NaN score, so it is refused, naming where it is. Padding rows may hold anything.
+  const int64_t F = model_->F;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int t = 0; t < L; ++t) {
+      if (!(mask[i * L + t] > 0)) continue;
+      const float* row = x + (i * L + t) * F;
+      for (int64_t f = 0; f < F; ++f) {
+        if (!std::isfinite(row[f])) {
+          throw Error(fmt::format("CostModelEngine::predict: feature {} of step {} of program {} is {} (real steps "
+                                  "must be finite; featurize_program never produces that)",
+                                  f, t, i, row[f]));
+        }
+      }
+    }
   }
   const Model& m = *model_;
   run_workers(m, static_cast<size_t>(n), scores, threads_, [&] { return DenseSource{x, mask, L, m.F}; });

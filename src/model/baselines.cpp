@@ -71,7 +71,8 @@ AttentionCostModelImpl::AttentionCostModelImpl(const BaselineConfig& cfg) : cfg_
   cfg_.validate("AttentionCostModel");
   const int64_t d = cfg_.d_model;
   if (d % cfg_.n_heads != 0) {
-    throw Error(fmt::format("AttentionCostModel: d_model {} is not a multiple of n_heads {}", d, cfg_.n_heads));
+    throw Error(fmt::format("attention model: --hidden {} is not a multiple of --heads {}; choose e.g. --hidden {}", d,
+                            cfg_.n_heads, (d / cfg_.n_heads + 1) * cfg_.n_heads));
   }
   enc1_ = register_module("enc1", torch::nn::Linear(cfg_.n_features, d));
   enc2_ = register_module("enc2", torch::nn::Linear(d, d));

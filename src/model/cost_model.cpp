@@ -129,7 +129,7 @@ void load_into_model(const WeightsFile& weights, CostModelImpl& model) {
     }
   }
   for (const NamedTensor& t : weights.tensors) {
-    if (params.find(t.name) == nullptr) {
+    if (params.find(t.name) == nullptr && !is_training_state(t.name)) {
       throw Error(fmt::format("weights: unknown tensor \"{}\" for a {} model (config {})", t.name, model.kind(),
                               model.config_json()));
     }
@@ -144,6 +144,7 @@ void load_into_model(const WeightsFile& weights, CostModelImpl& model) {
 
 CostModel load_cost_model(const WeightsFile& w, const std::string& name) {
   check_feature_version(w, name);
+  check_finite_parameters(w, name);
   CostModel model;
   try {
     model = make_cost_model(w.model_kind, w.config_json);

@@ -100,7 +100,10 @@ struct XgbTrainer {
       programs.insert(programs.end(), p.begin(), p.end());
       groups.push_back(static_cast<unsigned>(p.size()));
     }
-    if (programs.empty()) throw Error("XGBoost: no training task has two programs to rank");
+    if (programs.empty()) {
+      throw Error("XGBoost: no training task has two programs to rank; give more records per workload (-d) or lower "
+                  "--test-fraction");
+    }
     std::vector<float> rows, labels(programs.size());
     data.pooled_features(programs, &rows);
     for (size_t i = 0; i < programs.size(); ++i) labels[i] = data.label(programs[i]);

@@ -66,6 +66,22 @@ bool read_int(od::value v, int64_t* out, std::string* why) {
   }
 }
 
+// The timestamp (r[3]): an integer, or a float (older logs) truncated to whole seconds. Out of the int64
+// range (or NaN/inf) it is malformed: casting such a double to int64 is undefined behaviour.
+bool read_timestamp(od::value v, int64_t* out, std::string* why) {
+  od::number_type nt;
+  if (auto e = v.get_number_type().get(nt)) { *why = "expected a number: " + err_text(e); return false; }
+  if (nt == od::number_type::floating_point_number) {
+    double d;
+    if (auto e = v.get_double().get(d)) { *why = "expected a number: " + err_text(e); return false; }
+    if (!(std::fabs(d) < 9.0e18)) { *why = fmt::format("timestamp {} out of range", d); return false; }
+    *out = static_cast<int64_t>(d);
+    return true;
+  }
+  if (auto e = v.get_int64().get(*out)) { *why = "timestamp out of range: " + err_text(e); return false; }
+  return true;
+}
+
 bool read_double(od::value v, double* out, std::string* why) {
   if (auto e = v.get_double().get(*out)) { *why = "expected a number: " + err_text(e); return false; }
   return true;
@@ -264,18 +280,18 @@ struct RecordParser::Impl {
           break;
         }
         case 1: {
-          int64_t n;
+          int64_t n = 0;
           ok = read_int(x, &n, &why);
+          // Narrowing silently would turn e.g. 4294967296 into 0, "no error".
+          if (ok && (n < INT32_MIN || n > INT32_MAX)) {
+            ok = false;
+            why = fmt::format("error number {} out of range", n);
+          }
           r->error_no = static_cast<int>(n);
           break;
         }
         case 2: ok = read_double(x, &r->all_cost, &why); break;
-        case 3: {
-          double d;
-          ok = read_double(x, &d, &why);
-          r->timestamp = static_cast<int64_t>(d);
-          break;
-        }
+        case 3: ok = read_timestamp(x, &r->timestamp, &why); break;
         default: break;
       }
       if (!ok) { *f = {fmt::format("r[{}]", idx), why}; return false; }
@@ -358,6 +374,8 @@ void ReadStats::skip(const std::string& file, int64_t line, const std::string& r
   ++skipped;
   // Group by the reason without record-specific details after the first ':' of the "why" part.
   std::string key = reason;
+  // A reason that names the file (e.g. "unreadable file: cannot open 'f': ...") is grouped without it.
+  for (size_t at; !file.empty() && (at = key.find(file)) != std::string::npos;) key.replace(at, file.size(), "FILE");
   if (auto p = key.find(": "); p != std::string::npos) {
     auto q = key.find(": ", p + 2);
     if (q != std::string::npos) key = key.substr(0, q);
@@ -437,12 +455,21 @@ void read_record_file(const std::string& path,
 std::vector<std::string> list_record_files(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw Error("record path '" + path + "' does not exist");
-  if (!fs::is_directory(path, ec)) return {path};
+  const fs::file_status status = fs::status(path, ec);
+  if (status.type() == fs::file_type::not_found) throw Error("record path '" + path + "' does not exist");
+  if (ec) throw Error("record path '" + path + "': cannot access it (" + ec.message() + "); check its permissions");
+  if (!fs::is_directory(status)) return {path};
   std::vector<std::string> files;
-  for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink, ec);
-       it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) throw Error("cannot list '" + path + "': " + ec.message());
+  auto it = fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink, ec);
+  // An error leaves the iterator at its end: check after construction and after every step.
+  auto check = [&] {
+    if (ec) {
+      throw Error("cannot list '" + path + "' (" + ec.message() +
+                  "): check the permissions of the directory tree, or leave it out of the data");
+    }
+  };
+  check();
+  for (; it != fs::recursive_directory_iterator(); it.increment(ec), check()) {
     if (!it->is_regular_file(ec)) continue;
     std::string name = it->path().filename().string();
     auto ends = [&](std::string_view s) {
@@ -456,11 +483,20 @@ std::vector<std::string> list_record_files(const std::string& path) {
 }
 
 std::string record_to_json(const MeasureRecord& r) {
+  // JSON string escaping: '"', '\\' and the control characters U+0000..U+001F, which a JSON string
+  // cannot hold raw (the parser unescapes "\n", "\u0000", ... in the record it read). Other bytes are
+  // copied: the parser has validated them as UTF-8.
   auto quote = [](const std::string& s) {
     std::string o = "\"";
     for (char c : s) {
-      if (c == '"' || c == '\\') o += '\\';
-      o += c;
+      if (c == '"' || c == '\\') {
+        o += '\\';
+        o += c;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        o += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      } else {
+        o += c;
+      }
     }
     return o + "\"";
   };
@@ -492,8 +528,8 @@ std::string record_to_json(const MeasureRecord& r) {
   }
   out += "]]], \"r\": [[";
   for (size_t i = 0; i < r.costs.size(); ++i) out += (i ? ", " : "") + fmt::format("{:.9g}", r.costs[i]);
-  out += fmt::format("], {}, {:.9g}, {}], \"v\": \"{}\"}}", r.error_no, r.all_cost, r.timestamp,
-                     r.version.empty() ? "v0.6" : r.version);
+  out += fmt::format("], {}, {:.9g}, {}], \"v\": {}}}", r.error_no, r.all_cost, r.timestamp,
+                     quote(r.version.empty() ? "v0.6" : r.version));
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include "common/timer.h"
 #include "tclm/error.h"
 #include "train/batches.h"
+#include "train/checkpoint.h"
 #include "train/losses.h"
 
 namespace tclm {
@@ -110,8 +111,16 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
   o.model.n_features = kStepFeatureDim;
   if (o.loss != "lambdarank" && o.loss != "mse") throw Error("--loss must be 'lambdarank' or 'mse', got '" + o.loss + "'");
   if (o.group_size < 2) throw Error("--group-size must be >= 2");
-  if (o.batch_size < o.group_size) throw Error("--batch-size must be >= --group-size");
-  if (split.train.empty()) throw Error("no training tasks: the dataset is empty or the split put everything elsewhere");
+  if (o.batch_size < o.group_size) {
+    throw Error(fmt::format("--batch-size {} must be >= --group-size {}; raise --batch-size or lower --group-size",
+                            o.batch_size, o.group_size));
+  }
+  if (split.train.empty()) {
+    throw Error(fmt::format(
+        "no training tasks: the data has {} tasks ({} with fewer than 2 valid programs, left out); give more records "
+        "per workload (-d) or lower --test-fraction / --valid-fraction",
+        data.tasks().size(), split.too_small));
+  }
   set_threads(o.threads);
   torch::manual_seed(o.seed);
   std::mt19937_64 rng(o.seed ^ 0x5eedULL);
@@ -129,7 +138,14 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
                             std::make_unique<torch::optim::AdamOptions>(torch::optim::AdamOptions(o.lr).weight_decay(0.0)));
   torch::optim::Adam opt(std::move(param_groups), torch::optim::AdamOptions(o.lr));
 
-  if (!o.out_dir.empty()) std::filesystem::create_directories(o.out_dir);
+  if (!o.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.out_dir, ec);
+    if (ec || !std::filesystem::is_directory(o.out_dir, ec)) {
+      throw Error(fmt::format("--out '{}' cannot be used as an output directory{}; remove what is in the way or choose "
+                              "another --out", o.out_dir, ec ? " (" + ec.message() + ")" : ""));
+    }
+  }
   // The validation set picks the epoch; without one, the training tasks do (reported as such).
   const std::vector<uint32_t>& valid_tasks = split.valid.empty() ? split.train : split.valid;
   if (split.valid.empty() && o.progress) {
@@ -147,63 +163,105 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
   }
   const int64_t total_steps = steps_per_epoch * o.epochs;
 
+  // Training state; a checkpoint holds all of it (train/checkpoint.h).
+  TrainerState st;
+  st.threads = torch::get_num_threads();
+  st.fingerprint = training_fingerprint(o, model->config_json(), data, split);
+  st.rng = rng_to_string(rng);
   TrainResult result;
-  result.best_valid_top1 = -1;
+  const std::string ckpt_path = o.out_dir.empty() ? "" : (std::filesystem::path(o.out_dir) / "checkpoint.tclm").string();
+  if (o.resume) {
+    if (ckpt_path.empty()) throw Error("resuming needs an output directory (--out) holding checkpoint.tclm");
+    if (!std::filesystem::exists(ckpt_path)) {
+      throw Error(fmt::format("{}: no checkpoint to resume from; run without --resume to start training", ckpt_path));
+    }
+    const int threads = st.threads;
+    st = load_checkpoint(ckpt_path, st.fingerprint, *model, opt, &result.best);
+    if (st.threads != threads) {
+      std::fprintf(stderr, "warning: the checkpoint was written with %d threads, this run has %d; the result may "
+                           "differ in the last bits from an uninterrupted run\n", st.threads, threads);
+    }
+    st.threads = threads;
+    rng_from_string(st.rng, &rng);
+    {  // always said, --quiet or not: the run's output depends on it
+      std::fprintf(stderr, "resuming from %s: epoch %d, batch %lld, step %lld%s\n", ckpt_path.c_str(), st.epoch,
+                   static_cast<long long>(st.batch), static_cast<long long>(st.step),
+                   st.finished ? " (the run had finished)" : "");
+    }
+  }
+  result.log = st.log;
+  result.best_epoch = st.best_epoch;
+  result.best_valid_top1 = st.best_valid_top1;
+  auto checkpoint = [&]() {
+    if (ckpt_path.empty()) return;
+    st.log = result.log;
+    save_checkpoint(ckpt_path, st, *model, opt, result.best, feature_version);
+  };
   auto t_start = Clock::now();
-  int64_t step = 0;
-  int since_best = 0;
-  double best_pairwise = -1;
   const bool tty = o.progress && isatty(fileno(stderr));
-  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+  for (; !st.finished && st.epoch <= o.epochs;) {
+    const int epoch = st.epoch;
     auto t0 = Clock::now();
+    auto t_ckpt = Clock::now();
+    const double seconds_before = st.epoch_seconds;  // of this epoch, before a resume
     model->train();
+    rng_from_string(st.rng, &rng);  // the batches of this epoch are drawn from this state
     auto batches = make_batches(data, split.train, o.batch_size, o.group_size, rng);
-    double loss_sum = 0;
-    int64_t seen = 0;
-    for (size_t bi = 0; bi < batches.size(); ++bi) {
+    if (st.batch > static_cast<int64_t>(batches.size())) {
+      throw Error(fmt::format("{}: batch {} of epoch {} does not exist (the epoch has {})", ckpt_path, st.batch, epoch,
+                              batches.size()));
+    }
+    for (size_t bi = static_cast<size_t>(st.batch); bi < batches.size(); ++bi) {
       BatchTensors bt = to_tensors(data, batches[bi], o.group_size);
-      const double lr = lr_at(o, step, total_steps);
+      const double lr = lr_at(o, st.step, total_steps);
       for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
       model->set_platform(data.tasks()[data.task_of(batches[bi].groups.front().front())].platform);
       auto grid = bt.to_grid(model->forward(bt.x, bt.mask));
       auto loss = o.loss == "mse" ? mse_loss(grid, bt.labels, bt.label_mask)
                                   : lambdarank_loss(grid, bt.labels, bt.label_mask);
-      check_finite(loss, epoch, step);
+      check_finite(loss, epoch, st.step);
       opt.zero_grad();
       loss.backward();
       if (o.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), o.grad_clip);
       opt.step();
-      loss_sum += loss.item<double>() * static_cast<double>(bt.n);
-      seen += bt.n;
-      ++step;
+      st.loss_sum += loss.item<double>() * static_cast<double>(bt.n);
+      st.seen += bt.n;
+      ++st.step;
+      st.batch = static_cast<int64_t>(bi) + 1;
       if (tty) {
         std::fprintf(stderr, "\repoch %d/%d  batch %zu/%zu  loss %.4f  %.0f programs/s   ", epoch, o.epochs, bi + 1,
-                     batches.size(), loss_sum / std::max<int64_t>(seen, 1), seen / std::max(since(t0), 1e-9));
+                     batches.size(), st.loss_sum / std::max<int64_t>(st.seen, 1),
+                     st.seen / std::max(seconds_before + since(t0), 1e-9));
         std::fflush(stderr);
       }
+      if (bi + 1 < batches.size() && !ckpt_path.empty() && since(t_ckpt) >= o.checkpoint_seconds) {
+        st.epoch_seconds = seconds_before + since(t0);
+        checkpoint();
+        t_ckpt = Clock::now();
+      }
     }
-    const double train_seconds = since(t0);
+    const double train_seconds = seconds_before + since(t0);
     auto reports = evaluate_rankings(data, valid_tasks, [&](const std::vector<uint32_t>& progs) {
       return predict_programs(*model, data, progs);
     });
     const RankingReport& all = reports.back();
     EpochLog e;
     e.epoch = epoch;
-    e.train_loss = loss_sum / std::max<int64_t>(seen, 1);
+    e.train_loss = st.loss_sum / std::max<int64_t>(st.seen, 1);
     e.valid_top1 = all.top1.task_mean;
     e.valid_top5 = all.top5.task_mean;
-    e.lr = lr_at(o, std::max<int64_t>(step - 1, 0), total_steps);
-    e.seconds = since(t0);
-    e.samples_per_second = static_cast<double>(seen) / std::max(train_seconds, 1e-9);
+    e.lr = lr_at(o, std::max<int64_t>(st.step - 1, 0), total_steps);
+    e.seconds = seconds_before + since(t0);
+    e.samples_per_second = static_cast<double>(st.seen) / std::max(train_seconds, 1e-9);
     e.valid_pairwise = all.pairwise;
     result.log.push_back(e);
     // Better = higher validation top-1 (task mean); on a tie (a small validation set often saturates
     // at the same top-1) the higher pairwise accuracy decides, so training goes on while the
     // ranking below the first place still improves.
     const bool better = e.valid_top1 > result.best_valid_top1 + 1e-9 ||
-                        (e.valid_top1 > result.best_valid_top1 - 1e-9 && e.valid_pairwise > best_pairwise + 1e-6);
+                        (e.valid_top1 > result.best_valid_top1 - 1e-9 && e.valid_pairwise > st.best_pairwise + 1e-6);
     if (better) {
-      best_pairwise = e.valid_pairwise;
+      st.best_pairwise = e.valid_pairwise;
       result.best_valid_top1 = e.valid_top1;
       result.best_epoch = epoch;
       result.best = WeightsFile{};
@@ -214,26 +272,38 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
           "\"extra\": {}}}",
           epoch, e.valid_top1, e.valid_top5, o.loss, o.seed, o.metadata_json);
     }
-    since_best = better ? 0 : since_best + 1;
+    st.since_best = better ? 0 : st.since_best + 1;
+    st.best_valid_top1 = result.best_valid_top1;
+    st.best_epoch = result.best_epoch;
     if (o.progress) {
       std::fprintf(stderr, "%sepoch %3d  loss %.5f  valid top-1 %.4f  top-5 %.4f  pairwise %.4f  lr %.2e  %.1f s  %.0f programs/s%s\n",
                    tty ? "\r" : "", epoch, e.train_loss, e.valid_top1, e.valid_top5, e.valid_pairwise, e.lr, e.seconds,
                    e.samples_per_second, better ? "  *" : "");
     }
+    const bool early_stop = st.since_best >= o.patience;
+    // The next epoch starts from here: its batches are drawn from the RNG as it is now.
+    st.epoch = epoch + 1;
+    st.batch = 0;
+    st.loss_sum = 0;
+    st.seen = 0;
+    st.epoch_seconds = 0;
+    st.rng = rng_to_string(rng);
+    st.finished = early_stop || st.epoch > o.epochs;
     if (!o.out_dir.empty()) {
-      WeightsFile ckpt;
-      export_to_weights(*model, &ckpt);
-      ckpt.feature_version = feature_version;
-      ckpt.metadata_json = fmt::format("{{\"epoch\": {}, \"checkpoint\": true}}", epoch);
-      save_weights(ckpt, (std::filesystem::path(o.out_dir) / "checkpoint.tclm").string());
+      // best.tclm first: the checkpoint is the commit point, and a resumed run rewrites best.tclm anyway.
       if (better) save_weights(result.best, (std::filesystem::path(o.out_dir) / "best.tclm").string());
       write_file_atomic((std::filesystem::path(o.out_dir) / "train_log.json").string(),
                         log_json(result.log, result.best_epoch));
+      checkpoint();
     }
-    if (since_best >= o.patience) {
-      if (o.progress) std::fprintf(stderr, "early stop: no better validation top-1 for %d epochs\n", o.patience);
-      break;
+    if (early_stop && o.progress) {
+      std::fprintf(stderr, "early stop: no better validation top-1 for %d epochs\n", o.patience);
     }
+  }
+  if (o.resume && !o.out_dir.empty() && result.best_epoch > 0) {
+    // A run killed between its checkpoint and best.tclm (or resumed after it finished) leaves best.tclm
+    // behind the checkpoint's best model: write it again.
+    save_weights(result.best, (std::filesystem::path(o.out_dir) / "best.tclm").string());
   }
   result.seconds = since(t_start);
   return result;

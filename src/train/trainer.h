@@ -7,6 +7,8 @@
 // Optimiser: Adam, linear warm-up then cosine decay, gradient-norm clipping. Early stopping on the
 // validation tasks' mean per-task top-1 (TopKScore::task_mean; the pooled score is dominated by the
 // few slowest tasks and barely moves), ties broken by validation pairwise accuracy. Deterministic for a given seed and thread count.
+// Checkpoints (out_dir/checkpoint.tclm, atomic) hold everything a killed run needs to resume exactly
+// where it stopped (train/checkpoint.h).
 #pragma once
 
 #include <memory>
@@ -41,6 +43,10 @@ struct TrainOptions {
   uint64_t seed = 0;
   int threads = 0;                 // 0 = all cores
   std::string out_dir;             // checkpoint.tclm, best.tclm, train_log.json (empty: keep in memory)
+  bool resume = false;             // continue from out_dir/checkpoint.tclm (train/checkpoint.h); the
+                                   // result equals the uninterrupted run's (same thread count)
+  double checkpoint_seconds = 600; // also checkpoint inside an epoch after this many seconds (0: after
+                                   // every batch); a checkpoint is always written at the end of an epoch
   bool progress = true;            // progress display on stderr
   std::string metadata_json = "{}";// extra metadata stored in the weights file ("data" etc.)
   std::shared_ptr<const WeightsFile> init;  // start from these weights (fine-tuning) instead of the

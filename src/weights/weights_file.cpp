@@ -10,6 +10,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -257,8 +258,35 @@ const NamedTensor* WeightsFile::find(const std::string& name) const {
 
 int64_t WeightsFile::num_parameters() const {
   int64_t n = 0;
-  for (const NamedTensor& t : tensors) n += static_cast<int64_t>(t.data.size());
+  for (const NamedTensor& t : tensors) {
+    if (!is_training_state(t.name)) n += static_cast<int64_t>(t.data.size());
+  }
   return n;
+}
+
+void check_finite_parameters(const WeightsFile& weights, const std::string& name) {
+  for (const NamedTensor& t : weights.tensors) {
+    if (is_training_state(t.name)) continue;
+    for (size_t i = 0; i < t.data.size(); ++i) {
+      if (!std::isfinite(t.data[i])) {
+        throw Error(fmt::format("{}: tensor \"{}\" holds {} at index {}: the model diverged or the file was written "
+                                "wrongly; retrain it (a lower --lr) or use another model",
+                                name, t.name, t.data[i], i));
+      }
+    }
+  }
+}
+
+WeightsFile without_training_state(const WeightsFile& weights) {
+  WeightsFile out;
+  out.model_kind = weights.model_kind;
+  out.feature_version = weights.feature_version;
+  out.config_json = weights.config_json;
+  out.metadata_json = weights.metadata_json;
+  for (const NamedTensor& t : weights.tensors) {
+    if (!is_training_state(t.name)) out.tensors.push_back(t);
+  }
+  return out;
 }
 
 std::string serialize_weights(const WeightsFile& weights) {

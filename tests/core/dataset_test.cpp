@@ -2,8 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 
+#include "dataset/record_cache.h"
 #include "test_util.h"
 #include "tclm/dataset.h"
 #include "tclm/error.h"
@@ -209,4 +213,121 @@ TEST(Features, PooledStepFeaturesAreMeanMaxAndLength) {
   EXPECT_FLOAT_EQ(out[2 * kStepFeatureDim], std::log2(3.0f));
   pool_step_features(x.data(), 0, out.data());
   EXPECT_EQ(out, std::vector<float>(kPooledFeatureDim, 0.0f));
+}
+
+// Numerics (docs/reliability.md): costs of 0, negative, >= 1e9 (Ansor's failure marker), an empty
+// cost list, numbers JSON cannot hold (1e999) and NaN/Infinity literals never become labels: each
+// record is counted (bad cost or skipped line, with file:line), and every label is in (0, 1].
+TEST(Dataset, NonPositiveAndNonFiniteCostsAreCountedNotLearned) {
+  test::TempDir dir;
+  const std::string good = rec("A", "llvm", {2.0});
+  std::string lines = good + rec("A", "llvm", {4.0}) + rec("A", "llvm", {0.0}) + rec("A", "llvm", {-3.0}) +
+                      rec("A", "llvm", {1.0, -1.0}) + rec("A", "llvm", {2e9}) + rec("A", "llvm", {});
+  // The same good record with its cost replaced by text JSON does not allow as a number.
+  const size_t at = good.find("\"r\": [[2");
+  ASSERT_NE(at, std::string::npos) << good;
+  for (const char* bad : {"1e999", "NaN", "Infinity", "-inf"}) {
+    std::string line = good;
+    line.replace(at + 7, 1, bad);
+    lines += line;
+  }
+  test::write_text(dir.file("a.json"), lines);
+  Dataset d = Dataset::load({DataSource::parse("p=" + dir.path.string())}, LoadOptions{});
+  const auto& ps = d.platform_stats()[0];
+  EXPECT_EQ(ps.records, 7);
+  EXPECT_EQ(ps.programs, 2);
+  EXPECT_EQ(ps.bad_costs, 5);  // 0, -3, (1, -1), 2e9, no cost at all
+  EXPECT_EQ(d.read_stats().skipped, 4);
+  ASSERT_FALSE(d.read_stats().examples.empty());
+  EXPECT_NE(d.read_stats().examples[0].find("a.json:8:"), std::string::npos) << d.read_stats().report();
+  for (uint32_t p = 0; p < d.num_programs(); ++p) {
+    EXPECT_TRUE(std::isfinite(d.label(p)) && d.label(p) > 0.0f && d.label(p) <= 1.0f) << p;
+  }
+  EXPECT_FLOAT_EQ(d.label(d.tasks()[0].programs[1]), 0.5f);
+}
+
+// tclm info streams (summarize_sources keeps no program) but must count exactly what Dataset::load
+// counts, on real records of several platforms and on a file with errors and bad lines.
+TEST(Dataset, StreamingSummaryCountsLikeLoad) {
+  test::TempDir dir;
+  test::write_text(dir.file("bad.json"), rec("A", "llvm", {2.0}) + rec("A", "llvm", {0.0}) + rec("B", "llvm", {1.0}, 4) +
+                                             "{\"i\": [[\"X\"]]\n" + rec("C", "llvm", {1.0}, 0, 80));
+  const std::vector<DataSource> sources = {DataSource::parse(test::source_dir() + "/tests/data/tvm_ci_logs"),
+                                           DataSource::parse("k80=" + test::source_dir() + "/data/records/k80/matmul"),
+                                           DataSource::parse("p=" + dir.path.string())};
+  const DataSummary streamed = summarize_sources(sources, LoadOptions{});
+  const DataSummary loaded = Dataset::load(sources, LoadOptions{}).summary();
+  ASSERT_GE(loaded.platforms.size(), 3u);
+  EXPECT_EQ(streamed.platforms, loaded.platforms);
+  ASSERT_EQ(streamed.platform_stats.size(), loaded.platform_stats.size());
+  for (size_t i = 0; i < loaded.platform_stats.size(); ++i) {
+    const PlatformStats &a = streamed.platform_stats[i], &b = loaded.platform_stats[i];
+    EXPECT_EQ(a.records, b.records) << loaded.platforms[i];
+    EXPECT_EQ(a.programs, b.programs) << loaded.platforms[i];
+    EXPECT_EQ(a.tasks, b.tasks) << loaded.platforms[i];
+    EXPECT_EQ(a.errors, b.errors) << loaded.platforms[i];
+    EXPECT_EQ(a.errors_by_code, b.errors_by_code) << loaded.platforms[i];
+    EXPECT_EQ(a.bad_costs, b.bad_costs) << loaded.platforms[i];
+    EXPECT_EQ(a.truncated, b.truncated) << loaded.platforms[i];
+  }
+  EXPECT_EQ(streamed.read_stats.records, loaded.read_stats.records);
+  EXPECT_EQ(streamed.read_stats.skipped, 1);
+  EXPECT_EQ(loaded.read_stats.skipped, 1);
+  const PlatformStats& p = streamed.platform_stats.back();
+  EXPECT_EQ(p.records, 4);
+  EXPECT_EQ(p.programs, 2);
+  EXPECT_EQ(p.tasks, 2);
+  EXPECT_EQ(p.bad_costs, 1);
+  EXPECT_EQ(p.errors, 1);
+  EXPECT_EQ(p.truncated, 1);
+}
+
+// The cache of real record files (several 1 MB blocks) gives back exactly the parsed records; a cache
+// file damaged in a middle block delivers nothing (no duplicates, no half file) and is rewritten.
+TEST(Cache, MultiBlockCacheOfRealRecordsRoundTripsAndDamageIsDetected) {
+  test::TempDir cache;
+  const std::string file = test::source_dir() + "/data/records/k80/matmul/ansor_matmul_65536_1024_1024.log.gz";
+  std::vector<std::string> parsed, cached;
+  ReadStats s1, s2, s3;
+  auto keep = [](std::vector<std::string>* out) {
+    return [out](const MeasureRecord& r, const RecordOrigin& o) { out->push_back(std::to_string(o.line) + record_to_json(r)); };
+  };
+  read_record_file(file, keep(&parsed), &s1);
+  ASSERT_GT(parsed.size(), 1000u);
+  std::vector<std::string> first;
+  read_record_file_cached(file, cache.path.string(), keep(&first), &s2);  // builds the cache
+  EXPECT_EQ(first, parsed);
+  const auto cf = std::filesystem::directory_iterator(cache.path)->path();
+  const auto size = std::filesystem::file_size(cf);
+  ASSERT_GT(size, (1u << 20) + 20000) << "expected at least two 1 MB blocks";
+  auto bytes_of = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string original = bytes_of(cf);
+  read_record_file_cached(file, cache.path.string(), keep(&cached), &s3);  // reads it
+  EXPECT_EQ(cached, parsed);
+  EXPECT_EQ(s3.records, s1.records);
+  EXPECT_EQ(s3.lines, s1.lines);
+  // Flip one byte in the second block (the stats block at the end is far smaller than 10 kB): the whole
+  // file is refused, the source re-parsed (the first block's records are not delivered twice), the cache
+  // rewritten.
+  const auto at = static_cast<std::streamoff>(size - 10000);
+  {
+    std::fstream f(cf, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(at);
+    char c;
+    f.get(c);
+    f.seekp(at);
+    f.put(static_cast<char>(c ^ 0x10));
+  }
+  std::vector<std::string> again;
+  ReadStats s4;
+  read_record_file_cached(file, cache.path.string(), keep(&again), &s4);
+  EXPECT_EQ(again, parsed);
+  std::vector<std::string> rewritten;
+  ReadStats s5;
+  read_record_file_cached(file, cache.path.string(), keep(&rewritten), &s5);
+  EXPECT_EQ(rewritten, parsed);
+  EXPECT_TRUE(bytes_of(cf) == original) << "the damaged cache file was not rewritten";
 }

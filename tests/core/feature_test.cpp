@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "tclm/feature.h"
 
@@ -146,6 +147,29 @@ TEST(Feature, LoopTrackerSurvivesCorruptIds) {
       step(StepKind::kReorder, {0, 7, -2, 1000000}, "", 1, 3),
       step(StepKind::kAnnotation, {-1, 0, 1}),
       step(StepKind::kCacheRead, {-5}, "shared"),
+  };
+  std::vector<float> x(prog.size() * kStepFeatureDim);
+  EXPECT_EQ(featurize_program(prog, static_cast<int>(prog.size()), x.data()), static_cast<int>(prog.size()));
+  for (float v : x) EXPECT_TRUE(std::isfinite(v));
+}
+
+// Found with the UBSan fuzz harness (docs/reliability.md, "Fuzzing"; inputs in
+// fuzz/regressions/records/featurize_*): int64 extremes in step arguments overflowed (signed, UB) in
+// the loop tracker, and products of huge split lengths overflowed to inf. Features must stay finite.
+TEST(Feature, ExtremeIntegersGiveFiniteFeatures) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(log_magnitude(INFINITY), 128.0f);
+  EXPECT_EQ(log_magnitude(-INFINITY), -128.0f);
+  EXPECT_EQ(log_magnitude(NAN), 0.0f);
+  std::vector<int64_t> sp = {0, 0, kMax};
+  for (int i = 0; i < 20; ++i) sp.push_back(kMax);
+  sp.push_back(1);
+  std::vector<TransformStep> prog = {
+      step(StepKind::kSplit, {0, 0, 8, 2, 1}, "", 3, 1),
+      step(StepKind::kFollowSplit, {0, 0, 0, kMin}),
+      step(StepKind::kFuse, {0, kMax, 1}, "", 1, 2),
+      step(StepKind::kSplit, sp, "", 3, 20),
+      step(StepKind::kFuse, {0, 0, 1, 2, 3}, "", 1, 4),
   };
   std::vector<float> x(prog.size() * kStepFeatureDim);
   EXPECT_EQ(featurize_program(prog, static_cast<int>(prog.size()), x.data()), static_cast<int>(prog.size()));

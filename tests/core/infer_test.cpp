@@ -583,5 +583,41 @@ TEST(InferEngine, FlopCountIsDominatedByTheLinearLayers) {
   EXPECT_GT(engine.flops_per_program(0), 2.0 * 128 * 128);  // the head
 }
 
+
+// Numerics (docs/reliability.md): a model holding NaN/inf is refused when loaded, naming the tensor;
+// NaN/inf in a real step's features is refused naming the program, step and slot; padding may hold
+// anything (PaddingDoesNotChangeTheScore).
+TEST(InferEngine, RefusesNonFiniteParameters) {
+  for (float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
+    WeightsFile w = random_weights(config(), 21);
+    w.tensors[3].data[5] = bad;
+    try {
+      CostModelEngine engine(w, "diverged.tclm");
+      FAIL() << "a model holding " << bad << " was accepted";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("diverged.tclm: tensor \"" + w.tensors[3].name + "\" holds"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("at index 5"), std::string::npos) << msg;
+    }
+  }
+}
+
+TEST(InferEngine, RefusesNonFiniteFeaturesOfRealSteps) {
+  const CostModelEngine engine(random_weights(config(), 22), "random");
+  const int L = 4;
+  std::vector<float> x(2 * L * kStepFeatureDim, 0.5f), mask(2 * L, 1.0f);
+  mask[1 * L + 3] = 0.0f;
+  x[(1 * L + 3) * kStepFeatureDim + 7] = std::nanf("");  // padding: ignored
+  float scores[2];
+  EXPECT_NO_THROW(engine.predict(x.data(), mask.data(), 2, L, scores));
+  x[(1 * L + 2) * kStepFeatureDim + 9] = -std::numeric_limits<float>::infinity();  // a real step
+  try {
+    engine.predict(x.data(), mask.data(), 2, L, scores);
+    FAIL() << "an infinite feature of a real step was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("feature 9 of step 2 of program 1 is -inf"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace tclm

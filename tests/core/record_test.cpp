@@ -105,6 +105,39 @@ TEST(RecordParser, MalformedLinesGiveReasons) {
   }
 }
 
+// Found with the fuzz harness (docs/reliability.md, "Fuzzing"; inputs in fuzz/regressions/records/):
+// out-of-range numbers in r are malformed, not undefined behaviour or a silently different value.
+TEST(RecordParser, OutOfRangeResultNumbersAreMalformed) {
+  RecordParser parser;
+  MeasureRecord r;
+  auto line = [](const std::string& result) { return R"({"i": [["k", "t"], [[], []]], "r": )" + result + "}"; };
+  EXPECT_NE(parser.parse(line("[[1], 0, 1, 1e300]"), &r).find("r[3]: timestamp 1e+300 out of range"), std::string::npos);
+  EXPECT_NE(parser.parse(line("[[1], 0, 1, 18446744073709551615]"), &r).find("r[3]: timestamp out of range"),
+            std::string::npos);
+  EXPECT_NE(parser.parse(line("[[1], 4294967296]"), &r).find("r[1]: error number 4294967296 out of range"),
+            std::string::npos);
+  ASSERT_EQ(parser.parse(line("[[1], 0, 1, 1607112214.75]"), &r), "");  // older logs: float seconds
+  EXPECT_EQ(r.timestamp, 1607112214);
+  ASSERT_EQ(parser.parse(line("[[1], 0, 1, 9007199254740993]"), &r), "");  // integers are read exactly
+  EXPECT_EQ(r.timestamp, 9007199254740993);
+}
+
+// Found with the fuzz harness's round-trip property: strings with escaped control characters and a
+// version with a quote must be written back as valid, one-line JSON.
+TEST(RecordParser, WriterEscapesControlCharactersAndQuotes) {
+  RecordParser parser;
+  MeasureRecord a, b;
+  ASSERT_EQ(parser.parse(R"({"i": [["k\n\u0000", "t\u0001\t"], [[], [["PR", 0, 0, "p\r"]]]], "r": [[1], 0], "v": "v\"\\"})", &a), "");
+  EXPECT_EQ(a.workload_key, std::string("k\n\0", 3));
+  const std::string line = record_to_json(a);
+  EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+  ASSERT_EQ(parser.parse(line, &b), "") << line;
+  EXPECT_EQ(b.workload_key, a.workload_key);
+  EXPECT_EQ(b.target, "t\x01\t");
+  EXPECT_EQ(b.steps.at(0).str, "p\r");
+  EXPECT_EQ(b.version, "v\"\\");
+}
+
 TEST(RecordFile, AllTvmTutorialVersionsParse) {
   // tests/data/tvm_ci_logs: TVM's tutorial logs (Apache-2.0) in format versions v0.2, v0.3, v0.5, v0.6.
   const std::string dir = test::source_dir() + "/tests/data/tvm_ci_logs";

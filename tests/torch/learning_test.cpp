@@ -63,3 +63,25 @@ TEST(Learning, SavedModelRefusesAnotherFeatureVersion) {
     EXPECT_NE(msg.find("feature encoding"), std::string::npos) << msg;
   }
 }
+
+// Numerics (docs/reliability.md): a run that diverges stops with a message naming the cause and what
+// to do, instead of writing a NaN model.
+TEST(Learning, DivergedTrainingStopsWithAClearError) {
+  Dataset d = Dataset::load({DataSource::parse("k80=" + test::source_dir() + "/data/records/k80/pooling")}, LoadOptions{});
+  SplitOptions so;
+  so.test_fraction = 0.2;
+  Split s = make_split(d, so);
+  TrainOptions o;
+  o.epochs = 3;
+  o.progress = false;
+  o.lr = 1e35;  // Adam's first steps move every weight by ~lr: the activations overflow to inf
+  o.warmup_fraction = 0;
+  try {
+    train_cost_model(d, s, o);
+    FAIL() << "training with lr 1e35 did not diverge or was not caught";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("training diverged: the loss is"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("lower --lr"), std::string::npos) << msg;
+  }
+}
