@@ -5,7 +5,7 @@
 # Time on 2 cores: K80 ~1.5 h (the attention model is most of it), A100 and Ryzen ~15 min each, sweep ~1.5 h.
 # Every run is resumable (--resume): rerunning the script skips models already trained with the same options.
 # Env: TCLM_RESULTS_OUT (default out/model-study), TCLM_BIN, PLATFORMS (default "k80 a100 ryzen"),
-#      SKIP_COMPARE=1, SKIP_SWEEP=1.
+#      SWEEP_PLATFORMS (default "k80"), SKIP_COMPARE=1, SKIP_SWEEP=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=${TCLM_SHARED_DATA:-../shared/data}
@@ -22,27 +22,35 @@ files_of() {  # name hardware-regex
     "$shared/MANIFEST_files.tsv"
 }
 
+# Sets args: the -d arguments and seeds of one platform.
+platform_args() {  # name
+  case $1 in
+    k80) args=(-d "k80=$shared/roller_osdi22/k80" --seeds 1) ;;            # 92K programs, 117 workloads
+    v100) args=(-d "v100=$shared/roller_osdi22/v100" --seeds 1) ;;
+    mi50) args=(-d "mi50=$shared/roller_osdi22/mi50" --seeds 1) ;;
+    platinum8358) args=(-d "platinum8358=$shared/tlcbench_platinum8358" --seeds 1) ;;
+    a100) mapfile -t args < <(files_of a100 "A100"); args+=(--seeds 3) ;;  # 11.5K programs, 40 workloads
+    ryzen) mapfile -t args < <(files_of ryzen "8 cores [(]likely AMD"); args+=(--seeds 3) ;;  # 7.5K, 29
+    *) echo "unknown platform $1" >&2; exit 2 ;;
+  esac
+  if [ "${#args[@]}" -le 2 ]; then  # files_of found nothing: never fall back to the default data
+    echo "no record files for $1 in $shared/MANIFEST_files.tsv" >&2
+    exit 1
+  fi
+}
+
 if [ -z "${SKIP_COMPARE:-}" ]; then
   for name in ${PLATFORMS:-k80 a100 ryzen}; do
-    case $name in
-      k80) args=(-d "k80=$shared/roller_osdi22/k80" --seeds 1) ;;            # 92K programs, 117 workloads
-      v100) args=(-d "v100=$shared/roller_osdi22/v100" --seeds 1) ;;
-      mi50) args=(-d "mi50=$shared/roller_osdi22/mi50" --seeds 1) ;;
-      platinum8358) args=(-d "platinum8358=$shared/tlcbench_platinum8358" --seeds 1) ;;
-      a100) mapfile -t args < <(files_of a100 "A100"); args+=(--seeds 3) ;;  # 11.5K programs, 40 workloads
-      ryzen) mapfile -t args < <(files_of ryzen "8 cores [(]likely AMD"); args+=(--seeds 3) ;;  # 7.5K, 29
-      *) echo "unknown platform $name" >&2; exit 2 ;;
-    esac
-    if [ "${#args[@]}" -le 2 ]; then  # files_of found nothing: never fall back to the default data
-      echo "no record files for $name in $shared/MANIFEST_files.tsv" >&2
-      exit 1
-    fi
+    platform_args "$name"
     echo "== compare $name" >&2
     "$bin" compare "${args[@]}" -o "$out/compare-$name" "${common[@]}" "$@" | tee "$out/compare-$name.txt"
   done
 fi
 if [ -z "${SKIP_SWEEP:-}" ]; then
-  echo "== sweep k80" >&2
-  "$bin" sweep -d "k80=$shared/roller_osdi22/k80" --grid configs/sweep-table2.json -o "$out/sweep-k80" \
-    "${common[@]}" "$@" | tee "$out/sweep-k80.txt"
+  for name in ${SWEEP_PLATFORMS:-k80}; do
+    platform_args "$name"
+    echo "== sweep $name" >&2
+    "$bin" sweep "${args[@]}" --grid configs/sweep-table2.json -o "$out/sweep-$name" "${common[@]}" "$@" |
+      tee "$out/sweep-$name.txt"
+  done
 fi

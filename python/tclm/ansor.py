@@ -21,6 +21,7 @@ fine-tuning during an Ansor search is not done here (train on the log with ``tcl
 
 from __future__ import annotations
 
+import sys
 from typing import Iterable, List, Optional
 
 import numpy as np
@@ -84,6 +85,8 @@ class TclmAnsorModel(_BaseModel):  # type: ignore[misc, valid-type]
         self.engine.max_steps = max_steps
         self.log_file = log_file
         self.predicted = 0
+        self.unreadable = 0  # candidates the engine could not read (ranked last)
+        self._warned_unreadable = False
         self.updates = 0
 
     def update(self, inputs, results) -> None:
@@ -103,7 +106,15 @@ class TclmAnsorModel(_BaseModel):  # type: ignore[misc, valid-type]
 
         lines = [record_line_from_input_json(MeasureInput(task, s).serialize()[0]) for s in states]
         self.predicted += len(lines)
-        return scores_from_raw(self.engine.predict_lines(lines))
+        raw, errors = self.engine.predict_lines_with_errors(lines)
+        bad = [e for e in errors if e]
+        if bad:  # ranked last; said once and counted: a change of TVM's state format must not go unnoticed
+            self.unreadable += len(bad)
+            if not self._warned_unreadable:
+                self._warned_unreadable = True
+                print(f"tclm: {len(bad)} of {len(lines)} candidates could not be read and are ranked last "
+                      f"(first: {bad[0]})", file=sys.stderr)
+        return scores_from_raw(raw)
 
     def predict_stages(self, task, states):  # never called by SketchPolicy (TVM's own docs)
         raise NotImplementedError("TclmAnsorModel scores whole programs only")

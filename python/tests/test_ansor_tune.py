@@ -49,6 +49,7 @@ def test_tune_matmul_with_tclm_ansor_model(model, tmp_path, monkeypatch):
     task.tune(opts, search_policy=policy)
 
     assert cost_model.predicted > 0 and cost_model.updates >= 1
+    assert cost_model.unreadable == 0  # every state SketchPolicy proposed was read by tclm
     inputs, results = zip(*auto_scheduler.load_records(log))
     ok = [r for r in results if r.error_no == 0]
     assert len(ok) >= 1
