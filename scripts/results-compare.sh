@@ -5,7 +5,8 @@
 # Time on 2 cores: K80 ~1.5 h (the attention model is most of it), A100 and Ryzen ~15 min each, sweep ~1.5 h.
 # Every run is resumable (--resume): rerunning the script skips models already trained with the same options.
 # Env: TCLM_RESULTS_OUT (default out/model-study), TCLM_BIN, PLATFORMS (default "k80 a100 ryzen"),
-#      SWEEP_PLATFORMS (default "k80"), SKIP_COMPARE=1, SKIP_SWEEP=1.
+#      SWEEP_PLATFORMS (default "k80"), SEEDS (default 1 on K80/V100/MI50/Platinum, 3 on A100/Ryzen),
+#      SKIP_COMPARE=1, SKIP_SWEEP=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=${TCLM_SHARED_DATA:-../shared/data}
@@ -25,12 +26,12 @@ files_of() {  # name hardware-regex
 # Sets args: the -d arguments and seeds of one platform.
 platform_args() {  # name
   case $1 in
-    k80) args=(-d "k80=$shared/roller_osdi22/k80" --seeds 1) ;;            # 92K programs, 117 workloads
-    v100) args=(-d "v100=$shared/roller_osdi22/v100" --seeds 1) ;;
-    mi50) args=(-d "mi50=$shared/roller_osdi22/mi50" --seeds 1) ;;
-    platinum8358) args=(-d "platinum8358=$shared/tlcbench_platinum8358" --seeds 1) ;;
-    a100) mapfile -t args < <(files_of a100 "A100"); args+=(--seeds 3) ;;  # 11.5K programs, 40 workloads
-    ryzen) mapfile -t args < <(files_of ryzen "8 cores [(]likely AMD"); args+=(--seeds 3) ;;  # 7.5K, 29
+    k80) args=(-d "k80=$shared/roller_osdi22/k80" --seeds "${SEEDS:-1}") ;;            # 92K programs, 117 workloads
+    v100) args=(-d "v100=$shared/roller_osdi22/v100" --seeds "${SEEDS:-1}") ;;
+    mi50) args=(-d "mi50=$shared/roller_osdi22/mi50" --seeds "${SEEDS:-1}") ;;
+    platinum8358) args=(-d "platinum8358=$shared/tlcbench_platinum8358" --seeds "${SEEDS:-1}") ;;
+    a100) mapfile -t args < <(files_of a100 "A100"); args+=(--seeds "${SEEDS:-3}") ;;  # 11.5K programs, 40 workloads
+    ryzen) mapfile -t args < <(files_of ryzen "8 cores [(]likely AMD"); args+=(--seeds "${SEEDS:-3}") ;;  # 7.5K, 29
     *) echo "unknown platform $1" >&2; exit 2 ;;
   esac
   if [ "${#args[@]}" -le 2 ]; then  # files_of found nothing: never fall back to the default data
