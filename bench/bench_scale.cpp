@@ -186,7 +186,6 @@ int main(int argc, char** argv) {
     const std::vector<std::string> files = list_record_files(rec_dir.string());
     std::atomic<size_t> next{0};
     std::atomic<int64_t> parsed{0}, steps{0}, skipped{0}, done_files{0};
-    std::atomic<uint64_t> raw_bytes{0};
     std::mutex mu;
     std::vector<std::pair<double, long>> rss_at;  // (fraction of files, rss kB)
     const long rss_start = rss_kb();
@@ -224,7 +223,6 @@ int main(int argc, char** argv) {
     }
     const double parse_s = since(t0);
     std::fprintf(stderr, "\n");
-    (void)raw_bytes;
     std::printf("\n1. parse + featurize (streaming, %d threads): %lld records (%lld skipped lines), %lld steps in %.1f s\n"
                 "   %.0f records/s, %.0f steps/s; %.1f MB gzip/s\n",
                 threads, static_cast<long long>(parsed.load()), static_cast<long long>(skipped.load()),

@@ -79,22 +79,11 @@ for n in "${names[@]}"; do
   esac
 done
 
-# ---- Debian packages (idempotent, like scripts/setup.sh)
+# ---- Debian packages (idempotent: scripts/apt-install.sh)
 if [ "$install" -eq 1 ] && [ "$summary_only" -eq 0 ]; then
   PACKAGES=(clang libclang-rt-14-dev libomp-dev cmake make python3
             libsimdjson-dev zlib1g-dev libfmt-dev libfaiss-dev libopenblas-dev)
-  missing=()
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if [ ${#missing[@]} -gt 0 ]; then
-    echo "fuzz: installing ${missing[*]}" >&2
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
+  bash scripts/apt-install.sh fuzz "${PACKAGES[@]}"
 fi
 
 status=0

@@ -56,10 +56,10 @@ std::string rng_to_string(const std::mt19937_64& rng) {
   return os.str();
 }
 
-void rng_from_string(const std::string& s, std::mt19937_64* rng) {
+bool rng_from_string(const std::string& s, std::mt19937_64* rng) {
   std::istringstream is(s);
   is >> *rng;
-  if (is.fail()) throw Error("internal error: cannot restore the data-order RNG state");
+  return !is.fail();
 }
 
 uint64_t training_fingerprint(const TrainOptions& o, const std::string& model_config_json, const Dataset& data,
@@ -190,11 +190,8 @@ TrainerState load_checkpoint(const std::string& path, uint64_t expected_fingerpr
   if (tr["finished"].get(finished) != simdjson::SUCCESS) bad(path, "\"trainer.finished\" is missing");
   st.finished = finished;
   st.rng = get_s("rng");
-  {
-    std::mt19937_64 probe;
-    std::istringstream is(st.rng);
-    is >> probe;
-    if (is.fail()) bad(path, "\"trainer.rng\" is not a random generator state");
+  if (std::mt19937_64 probe; !rng_from_string(st.rng, &probe)) {
+    bad(path, "\"trainer.rng\" is not a random generator state");
   }
   simdjson::dom::array log;
   if (tr["log"].get(log) != simdjson::SUCCESS) bad(path, "\"trainer.log\" is missing");

@@ -64,6 +64,7 @@ uint64_t training_fingerprint(const TrainOptions& options, const std::string& mo
                               const Dataset& data, const Split& split);
 
 std::string rng_to_string(const std::mt19937_64& rng);
-void rng_from_string(const std::string& s, std::mt19937_64* rng);
+/// False (rng unchanged or partly set) when `s` is not a state rng_to_string wrote.
+bool rng_from_string(const std::string& s, std::mt19937_64* rng);
 
 }  // namespace tclm

@@ -182,7 +182,6 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
                            "differ in the last bits from an uninterrupted run\n", st.threads, threads);
     }
     st.threads = threads;
-    rng_from_string(st.rng, &rng);
     {  // always said, --quiet or not: the run's output depends on it
       std::fprintf(stderr, "resuming from %s: epoch %d, batch %lld, step %lld%s\n", ckpt_path.c_str(), st.epoch,
                    static_cast<long long>(st.batch), static_cast<long long>(st.step),
@@ -205,7 +204,8 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
     auto t_ckpt = Clock::now();
     const double seconds_before = st.epoch_seconds;  // of this epoch, before a resume
     model->train();
-    rng_from_string(st.rng, &rng);  // the batches of this epoch are drawn from this state
+    // The batches of this epoch are drawn from this state (saved in checkpoints, checked when loaded).
+    if (!rng_from_string(st.rng, &rng)) throw Error("internal error: cannot restore the data-order RNG state");
     auto batches = make_batches(data, split.train, o.batch_size, o.group_size, rng);
     if (st.batch > static_cast<int64_t>(batches.size())) {
       throw Error(fmt::format("{}: batch {} of epoch {} does not exist (the epoch has {})", ckpt_path, st.batch, epoch,
