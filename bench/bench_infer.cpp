@@ -8,7 +8,8 @@
 //
 //   libtorch eager      MambaCostModel::forward on the dense batch (NoGrad, eval), all cores; also in
 //                       batches of 1,000 (less memory traffic; faster)
-//   engine              CostModelEngine::predict on the dense batch, 1 thread and all cores
+//   engine              CostModelEngine::predict on the dense batch, 1 thread and all cores; also without
+//                       the step-row cache (set_step_cache_bytes(0): every row through the whole model)
 //   engine from steps   predict_programs: featurize + score, all cores
 //   engine from lines   predict_record_lines: parse JSON + featurize + score, all cores
 //   featurize           featurize_program from steps / RecordParser + featurize_program from lines
@@ -16,7 +17,8 @@
 //                       --xgb-rounds trees, default 200) trained on a third of data/records, on 111 features
 //                       (mean and max of the step features, and the step count), grouped by task;
 //                       XGBoosterPredictFromDense (in place) and DMatrix + XGBoosterPredict, all cores
-//   GFLOP/s             sum of flops_per_program(steps) over the batch / time (see tclm/infer.h)
+//   GFLOP/s             sum of flops_per_program(steps) over the batch / time (see tclm/infer.h): the
+//                       arithmetic rate without the cache, an effective rate with it
 //   peak                best of 3 OpenBLAS sgemm 2048^3 (all cores, and 1 core); for reference also a
 //                       register-only FMA loop (the cores' FMA throughput, which no kernel can pass)
 //   GEMM shapes         the engine's micro-kernel vs OpenBLAS cblas_sgemm (1 thread) on the Linear layers of
@@ -102,6 +104,8 @@ void parallel_for(size_t n, int threads, const std::function<void(size_t, size_t
 
 struct Inputs {
   std::vector<std::string> lines;
+  std::vector<std::vector<TransformStep>> task_programs;  // every program of the task with the most records
+  std::string task_key;
   std::vector<std::vector<TransformStep>> programs;
   std::vector<float> x, mask;
   int L = 0;
@@ -110,19 +114,29 @@ struct Inputs {
 
 Inputs load_inputs(const std::string& dir, size_t n) {
   std::vector<std::string> all;
+  std::map<std::string, std::vector<std::vector<TransformStep>>> by_task;  // (workload key, target)
   RecordParser parser;
   MeasureRecord rec;
   for (const std::string& f : list_record_files(dir)) {
     LineReader reader(f);
     std::string_view line;
     while (reader.next(&line)) {
-      if (parser.parse(line, &rec).empty() && rec.valid()) all.emplace_back(line);
+      if (parser.parse(line, &rec).empty() && rec.valid()) {
+        all.emplace_back(line);
+        by_task[rec.workload_key + " " + rec.target].push_back(rec.steps);
+      }
     }
   }
   std::mt19937_64 rng(1);
   std::shuffle(all.begin(), all.end(), rng);
   if (all.size() > n) all.resize(n);
   Inputs in;
+  for (auto& [key, progs] : by_task) {
+    if (progs.size() > in.task_programs.size()) {
+      in.task_key = key;
+      in.task_programs = std::move(progs);
+    }
+  }
   in.lines = std::move(all);
   for (const std::string& l : in.lines) {
     parser.parse(l, &rec);
@@ -297,6 +311,23 @@ int main(int argc, char** argv) {
   }
   t["engine_1t"] = measure(reps, [&] { engine1.predict(in.x.data(), in.mask.data(), nn, in.L, s_engine.data()); });
   t["engine"] = measure(reps, [&] { engine.predict(in.x.data(), in.mask.data(), nn, in.L, s_engine.data()); });
+  // Without the step-row cache: every row through the whole model (the engine's arithmetic rate).
+  CostModelEngine engine_nc = engine, engine_nc1 = engine1;
+  CostModelEngine::Options plain;
+  plain.step_cache_bytes = 0;
+  plain.share_prefixes = false;
+  engine_nc.set_options(plain);
+  engine_nc1.set_options(plain);
+  std::vector<float> s_nocache(n);
+  t["engine_nocache_1t"] = measure(reps, [&] { engine_nc1.predict(in.x.data(), in.mask.data(), nn, in.L, s_nocache.data()); });
+  t["engine_nocache"] = measure(reps, [&] { engine_nc.predict(in.x.data(), in.mask.data(), nn, in.L, s_nocache.data()); });
+  const bool cache_exact = s_nocache == s_engine;
+  // One task's programs (what a search round scores): the repeated work is larger than in the mixed batch.
+  const auto& tp = in.task_programs;
+  std::vector<float> s_task, s_task_plain;
+  t["task_engine"] = measure(reps, [&] { s_task = engine.predict_programs(tp); });
+  t["task_plain"] = measure(reps, [&] { s_task_plain = engine_nc.predict_programs(tp); });
+  const bool task_exact = s_task == s_task_plain;
   double max_abs = 0, scale = 0;
   for (size_t i = 0; i < n; ++i) {
     max_abs = std::max(max_abs, static_cast<double>(std::fabs(s_engine[i] - s_torch[i])));
@@ -322,7 +353,11 @@ int main(int argc, char** argv) {
 
   if (engine_only) {
     std::printf("latency: 1 program %.1f us, 64 programs %.1f us\n", lat1_us, lat64_us);
-    for (const char* k : {"engine_1t", "engine", "engine_steps", "engine_lines"}) {
+    std::printf("step-row cache on/off scores identical: %s (one task: %s)\n", cache_exact ? "yes" : "NO",
+                task_exact ? "yes" : "NO");
+    std::printf("one task (%zu programs): %.0f programs/s, without cache and prefix sharing %.0f\n", tp.size(),
+                tp.size() / t["task_engine"].median, tp.size() / t["task_plain"].median);
+    for (const char* k : {"engine_1t", "engine", "engine_nocache_1t", "engine_nocache", "engine_steps", "engine_lines"}) {
       std::printf("%-14s %8.0f programs/s  (%.1f ms)\n", k, n / t[k].median, t[k].median * 1e3);
     }
     return 0;
@@ -463,8 +498,9 @@ int main(int argc, char** argv) {
   }
   auto cps = [&](const char* k) { return t.count(k) ? n / t[k].median : 0.0; };
   auto gflops = [&](const char* k) { return flops / t[k].median / 1e9; };
-  std::printf("\nparity: engine vs libtorch max |diff| %.3g (scale %.3g, rel %.3g); steps/lines paths identical: %s\n",
-              max_abs, scale, max_abs / scale, paths_agree ? "yes" : "NO");
+  std::printf("\nparity: engine vs libtorch max |diff| %.3g (scale %.3g, rel %.3g); steps/lines paths identical: %s; "
+              "step-row cache on/off identical: %s\n",
+              max_abs, scale, max_abs / scale, paths_agree ? "yes" : "NO", cache_exact ? "yes" : "NO");
   std::printf("model: %.3g MFLOP per program on average (%.0f FLOP per step + head)\n\n", flops / n / 1e6,
               (engine.flops_per_program(100) - engine.flops_per_program(0)) / 100);
   std::printf("%-44s %12s %10s %9s %10s\n", "path (batch of n programs)", "programs/s", "ms/batch", "GFLOP/s", "% of peak");
@@ -481,6 +517,8 @@ int main(int argc, char** argv) {
   line("libtorch eager, batches of 1,000", "torch_b1000", true);
   line("engine predict, 1 thread", "engine_1t", true);
   line("engine predict, all cores", "engine", true);
+  line("engine plain (no row cache/prefixes), 1 thr", "engine_nocache_1t", true);
+  line("engine plain (no row cache/prefixes), all", "engine_nocache", true);
   line("engine from steps (featurize+score)", "engine_steps", true);
   line("engine from record lines (parse+feat+score)", "engine_lines", true);
   line("featurize from steps, 1 thread", "feat_steps_1t", false);
@@ -490,10 +528,18 @@ int main(int argc, char** argv) {
   line("XGBoost per-program summaries (1 thread)", "xgb_summary", false);
   line("XGBoost predict in place (all cores)", "xgb_inplace", false);
   line("XGBoost DMatrix + predict (all cores)", "xgb_dmatrix", false);
+  const double task_cps = tp.size() / t["task_engine"].median, task_plain_cps = tp.size() / t["task_plain"].median;
+  std::printf("\none task's %zu programs (%s), predict_programs, all cores: %.0f programs/s; plain %.0f (%.2fx); "
+              "identical: %s\n", tp.size(), in.task_key.substr(0, 60).c_str(), task_cps, task_plain_cps,
+              task_cps / task_plain_cps, task_exact ? "yes" : "NO");
   std::printf("\nlatency of small calls (predict_programs): 1 program %.1f us (%zu steps), 64 programs %.1f us\n",
               lat1_us, one[0].size(), lat64_us);
+  std::printf("GFLOP/s = the model's FLOPs (flops_per_program) / time. Without the step-row cache that is the "
+              "engine's arithmetic rate; with it, an effective rate (the cache skips layer 0's embedding, LayerNorm and "
+              "in_proj of repeated steps), which can exceed the peak.\n");
   std::printf("fp32 peak (OpenBLAS sgemm 2048^3): %.1f GFLOP/s on %d cores, %.1f on 1 core; register FMA loop: %.1f "
-              "(engine at %.1f%% of it)\n", peak, cores, peak1, fma_peak, 100 * gflops("engine") / fma_peak);
+              "(engine without the cache at %.1f%% of it)\n", peak, cores, peak1, fma_peak,
+              100 * gflops("engine_nocache") / fma_peak);
   std::printf("engine / libtorch eager: %.1fx (%.1fx against batches of 1,000); engine / XGBoost in-place predict: %.2fx (%g trees)\n",
               cps("engine") / cps("torch"), cps("engine") / cps("torch_b1000"), t.count("xgb_inplace") ? cps("engine") / cps("xgb_inplace") : 0.0,
               xgb_trees);
@@ -509,12 +555,16 @@ int main(int argc, char** argv) {
       "{{\"bench\": \"infer\", \"n\": {}, \"mean_steps\": {:.2f}, \"cores\": {}, \"reps\": {}, \"peak_gflops\": {:.1f}, "
       "\"peak_gflops_1core\": {:.1f}, \"engine_gflops\": {:.1f}, \"engine_gflops_1t\": {:.1f}, \"peak_fraction\": {:.3f}, "
       "\"parity_rel\": {:.3g}, \"xgb_trees\": {}, \"fma_loop_gflops\": {:.1f}, \"latency_1_us\": {:.1f}, "
-      "\"latency_64_us\": {:.1f}",
+      "\"latency_64_us\": {:.1f}, \"engine_nocache_gflops\": {:.1f}, \"nocache_peak_fraction\": {:.3f}, "
+      "\"cache_exact\": {}",
       n, in.total_steps / n, cores, reps, peak, peak1, gflops("engine"), gflops("engine_1t"), gflops("engine") / peak,
-      max_abs / scale, xgb_trees, fma_peak, lat1_us, lat64_us);
+      max_abs / scale, xgb_trees, fma_peak, lat1_us, lat64_us, gflops("engine_nocache"),
+      gflops("engine_nocache") / peak, cache_exact);
   for (const auto& [k, s] : t) {
-    json += fmt::format(", \"{}_per_s\": {:.0f}, \"{}_min_s\": {:.5f}", k, n / s.median, k, s.min);
+    const size_t count = k.rfind("task_", 0) == 0 ? tp.size() : n;
+    json += fmt::format(", \"{}_per_s\": {:.0f}, \"{}_min_s\": {:.5f}", k, count / s.median, k, s.min);
   }
+  json += fmt::format(", \"task_programs\": {}, \"task_exact\": {}", tp.size(), task_exact);
   json += fmt::format(", \"gemm_block_us_own\": {:.1f}, \"gemm_block_us_openblas\": {:.1f}}}", own_time * 1e-3,
                       blas_time * 1e-3);
   std::printf("\nJSON %s\n", json.c_str());

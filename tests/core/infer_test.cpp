@@ -349,6 +349,79 @@ TEST(InferEngine, ScoresDoNotDependOnBatchOrThreads) {
   EXPECT_TRUE(bitwise_equal(rev, serial));
 }
 
+/// Every program of one real record file (one operator's tuning log: the candidates share most of their
+/// steps, as in a search round), plus programs built to share prefixes: each one's copy with one step
+/// changed at position p (so exactly p steps are common), exact duplicates, and each one's first p steps.
+std::vector<std::vector<TransformStep>> programs_with_shared_prefixes() {
+  std::vector<std::vector<TransformStep>> out;
+  const auto files = list_record_files(test::source_dir() + "/data/records/k80/matmul");
+  ReadStats stats;
+  read_record_file(files.at(0), [&](const MeasureRecord& r, const RecordOrigin&) {
+    if (out.size() < 700) out.push_back(r.steps);
+  }, &stats);
+  const size_t n = out.size();
+  for (size_t i = 0; i < n; i += 7) {
+    const auto& base = out[i];
+    if (base.size() < 4) continue;
+    const size_t p = 1 + i % (base.size() - 2);
+    auto changed = base;
+    changed[p] = base[(p + 1) % base.size()];
+    out.push_back(changed);
+    out.push_back(base);
+    out.push_back(std::vector<TransformStep>(base.begin(), base.begin() + p));
+  }
+  return out;
+}
+
+TEST(InferEngine, StepCacheAndPrefixSharingAreExact) {
+  const auto progs = programs_with_shared_prefixes();
+  ASSERT_GT(progs.size(), 800u);  // over the 512 programs from which a call is sorted by prefix
+  // Default; 2 layers with expand 2 and d_state 16 (states handed on per layer); odd sizes with the
+  // generic scan (d_state 5) and d_conv 3 (the conv reads across the shared prefix).
+  for (const MambaConfig& cfg : {config(), config(128, 2, 16, 4, 2), config(40, 2, 5, 3, 3, 3, 24)}) {
+    CostModelEngine plain(random_weights(cfg, 13), "random");
+    CostModelEngine::Options off;
+    off.step_cache_bytes = 0;
+    off.share_prefixes = false;
+    plain.set_options(off);
+    const std::vector<float> want = plain.predict_programs(progs);
+    for (float s : want) ASSERT_TRUE(std::isfinite(s));
+    // Cache sizes: default; about one block's rows (emptied between blocks); too small for a block.
+    const size_t entry = sizeof(float) * (kStepFeatureDim + 3 * 128);
+    for (size_t cache : {CostModelEngine::Options{}.step_cache_bytes, 300 * entry, size_t{1000}}) {
+      for (bool share : {false, true}) {
+        for (int threads : {1, 3}) {
+          CostModelEngine e = plain;
+          e.set_options({cache, share});
+          e.set_threads(threads);
+          EXPECT_TRUE(bitwise_equal(e.predict_programs(progs), want))
+              << cfg.to_json() << " cache " << cache << " share " << share << " threads " << threads;
+        }
+      }
+    }
+    // The dense path, with padding rows between real steps in some programs (rows the scan sees, that
+    // the pooling skips): a hole in a shared prefix is shared, a hole after it ends the sharing.
+    std::vector<float> x, mask;
+    const int L = featurize_all(progs, kDefaultMaxSteps, &x, &mask);
+    for (size_t i = 0; i < progs.size(); i += 5) {
+      if (progs[i].size() > 3) mask[i * L + 2] = 0.0f;
+    }
+    const int64_t n = static_cast<int64_t>(progs.size());
+    std::vector<float> dense_want(progs.size()), dense_got(progs.size());
+    plain.predict(x.data(), mask.data(), n, L, dense_want.data());
+    const CostModelEngine fast(random_weights(cfg, 13), "random");
+    fast.predict(x.data(), mask.data(), n, L, dense_got.data());
+    EXPECT_TRUE(bitwise_equal(dense_got, dense_want)) << cfg.to_json();
+    // Against the double-precision reference too, for a few programs that shared a prefix.
+    const WeightsFile w = random_weights(cfg, 13);
+    const Reference ref{cfg, &w};
+    for (size_t i = 700; i < progs.size(); i += 23) {
+      const double r = ref.score(x.data() + i * L * kStepFeatureDim, mask.data() + i * L, L);
+      EXPECT_NEAR(dense_got[i], r, 1e-5 * std::max(1.0, std::fabs(r))) << i;
+    }
+  }
+}
+
 TEST(InferEngine, MaxStepsTruncatesLikeTheFeaturizer) {
   CostModelEngine engine(random_weights(config(), 9), "random");
   const auto& progs = real_programs();
