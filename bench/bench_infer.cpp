@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -328,6 +329,18 @@ int main(int argc, char** argv) {
   t["task_engine"] = measure(reps, [&] { s_task = engine.predict_programs(tp); });
   t["task_plain"] = measure(reps, [&] { s_task_plain = engine_nc.predict_programs(tp); });
   const bool task_exact = s_task == s_task_plain;
+  // What the reuse saved on each batch (one more call each, with counters).
+  auto reuse_of = [&](const std::function<void(const CostModelEngine&)>& call) {
+    CostModelEngine::ReuseCounters c;
+    CostModelEngine e = engine;
+    CostModelEngine::Options o = e.options();
+    o.counters = &c;
+    e.set_options(o);
+    call(e);
+    return std::array<double, 2>{static_cast<double>(c.rows) / c.positions, static_cast<double>(c.layer0_rows) / c.positions};
+  };
+  const auto reuse_mixed = reuse_of([&](const CostModelEngine& e) { e.predict(in.x.data(), in.mask.data(), nn, in.L, s_nocache.data()); });
+  const auto reuse_task = reuse_of([&](const CostModelEngine& e) { e.predict_programs(tp); });
   double max_abs = 0, scale = 0;
   for (size_t i = 0; i < n; ++i) {
     max_abs = std::max(max_abs, static_cast<double>(std::fabs(s_engine[i] - s_torch[i])));
@@ -532,6 +545,9 @@ int main(int argc, char** argv) {
   std::printf("\none task's %zu programs (%s), predict_programs, all cores: %.0f programs/s; plain %.0f (%.2fx); "
               "identical: %s\n", tp.size(), in.task_key.substr(0, 60).c_str(), task_cps, task_plain_cps,
               task_cps / task_plain_cps, task_exact ? "yes" : "NO");
+  std::printf("rows computed after prefix sharing / through layer 0 (step-row cache misses), of all steps: mixed "
+              "batch %.1f%% / %.2f%%, one task %.1f%% / %.2f%%\n", 100 * reuse_mixed[0], 100 * reuse_mixed[1],
+              100 * reuse_task[0], 100 * reuse_task[1]);
   std::printf("\nlatency of small calls (predict_programs): 1 program %.1f us (%zu steps), 64 programs %.1f us\n",
               lat1_us, one[0].size(), lat64_us);
   std::printf("GFLOP/s = the model's FLOPs (flops_per_program) / time. Without the step-row cache that is the "
@@ -564,7 +580,9 @@ int main(int argc, char** argv) {
     const size_t count = k.rfind("task_", 0) == 0 ? tp.size() : n;
     json += fmt::format(", \"{}_per_s\": {:.0f}, \"{}_min_s\": {:.5f}", k, count / s.median, k, s.min);
   }
-  json += fmt::format(", \"task_programs\": {}, \"task_exact\": {}", tp.size(), task_exact);
+  json += fmt::format(", \"task_programs\": {}, \"task_exact\": {}, \"rows_fraction_mixed\": {:.4f}, "
+                      "\"layer0_fraction_mixed\": {:.4f}, \"rows_fraction_task\": {:.4f}, \"layer0_fraction_task\": {:.4f}",
+                      tp.size(), task_exact, reuse_mixed[0], reuse_mixed[1], reuse_task[0], reuse_task[1]);
   json += fmt::format(", \"gemm_block_us_own\": {:.1f}, \"gemm_block_us_openblas\": {:.1f}}}", own_time * 1e-3,
                       blas_time * 1e-3);
   std::printf("\nJSON %s\n", json.c_str());

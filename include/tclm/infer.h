@@ -9,11 +9,12 @@
 //   p = mean over the real steps of LayerNorm_f(h)              masked mean pooling (zero if no real step)
 //   score = head2(ReLU(head1(p)))                               higher = faster (the model's ranking score)
 //
-// How it runs. Programs are processed in blocks of about kBlockRows steps (all real steps of several
-// programs stacked as one matrix, no padding rows), so every Linear layer is one small GEMM on packed
-// weights with a register-blocked micro-kernel, and the conv and the selective scan run per program
-// over its own rows, vectorised across channels. Steps after a program's last real step are never
-// computed (the model is causal, so they cannot change a real step). Blocks are spread over threads.
+// How it runs. Programs are processed in blocks of about kBlockRows computed rows (the steps of several
+// programs stacked as one matrix; a row per step up to a program's last real step, padding rows between
+// real steps included, none after), so every Linear layer is one small GEMM on packed weights with a
+// register-blocked micro-kernel, and the conv and the selective scan run per program over its steps,
+// vectorised across channels. Steps after a program's last real step are never computed (the model is
+// causal, so they cannot change a real step). Blocks are spread over threads.
 //
 // Repeated work. Candidates of a search round share most of their steps, and the model is causal, so
 // two things are computed once instead of per program (both exact: scores are bitwise the same with and
@@ -24,7 +25,10 @@
 //   * prefixes: a program whose first l steps equal another's has the same activations and scan state
 //     there. A call of 512 or more programs is scored in the order of their (hashed) steps, and each
 //     program continues from its predecessor's state after their common prefix (measured: 58% of the
-//     positions of 10,000 mixed real records are distinct prefixes, 24-47% within one task).
+//     positions of 10,000 mixed real records are distinct prefixes, 24-47% within one task). In a
+//     block, a program's shared steps are its predecessor's rows (read through a position -> row map)
+//     and its scan starts from the state the predecessor saved there.
+// ReuseCounters report how much each saved.
 //
 // Thread safety: all predict functions are const and keep their scratch memory per call and per
 // worker thread, so one engine may be used from any number of threads at once. set_threads,
@@ -32,14 +36,17 @@
 // runs predictions on several threads of its own should set_threads(1) to avoid oversubscription.
 //
 // Determinism: every step row goes through the same sequence of float operations whatever else is in
-// its block, so a program's score is bitwise identical alone or in any batch, in any order, and for any
-// thread count (and identical between predict, predict_programs, predict_views and predict_record_lines).
+// its block, and a row, cached layer-0 result or scan state reused from another program holds the very
+// bits this program would have computed (same features, same prefix, same operations). So a program's
+// score is bitwise identical alone or in any batch, in any order, for any thread count and Options (and
+// identical between predict, predict_programs, predict_views and predict_record_lines).
 // It may differ in the last bits between CPUs with and without AVX-512 (-march=native builds).
 //
 // Errors: tclm::Error for a bad weights file or argument (the message names the file); an exception
 // thrown by a predict_views callback is rethrown to the caller; std::bad_alloc if memory runs out.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -57,7 +64,7 @@ namespace tclm {
 
 class CostModelEngine {
  public:
-  /// Steps per block (rows of the block matrices); a longer program forms a block of its own.
+  /// Computed rows per block (rows of the block matrices); a longer program forms a block of its own.
   static constexpr int kBlockRows = 256;
 
   /// Reads a weights file (tclm/weights.h) and builds the engine. Throws tclm::Error naming `path` when
@@ -84,7 +91,8 @@ class CostModelEngine {
 
   /// Worker threads per predict call: 0 (the default) = std::thread::hardware_concurrency(). A call uses
   /// at most one thread per 16 programs (a small call runs on the calling thread only); the calling
-  /// thread is one of the workers. Threads are started per call (~50 us), not kept in a pool.
+  /// thread is one of the workers. Threads are started per call (~50 us; twice when the call is sorted
+  /// for prefix sharing), not kept in a pool.
   int threads() const { return threads_; }
   void set_threads(int threads);  // throws tclm::Error if threads < 0
 
@@ -93,17 +101,27 @@ class CostModelEngine {
   int max_steps() const { return max_steps_; }
   void set_max_steps(int max_steps);  // throws tclm::Error if max_steps < 1
 
+  /// Work done by predict calls with Options::counters set: `positions` steps were scored (what the
+  /// plain engine computes), `rows` of them computed after prefix sharing, and `layer0_rows` of those
+  /// went through layer 0's embedding, LayerNorm and in_proj (step-row cache misses).
+  struct ReuseCounters {
+    std::atomic<int64_t> positions{0}, rows{0}, layer0_rows{0};
+  };
   /// How the engine avoids repeated work (see "Repeated work" above). Both only change speed and memory.
   struct Options {
-    /// Memory of each worker thread's step-row cache, in bytes (an entry takes 4 (F + 3 d_model) bytes
-    /// with expand 1: ~1.8 KB for the default model). 0 disables it; a budget smaller than one block's
-    /// rows disables it for that block. The calling thread keeps the memory (not the entries) between
-    /// calls, until it exits.
+    /// Memory budget of each worker thread's step-row cache, in bytes: an entry takes
+    /// 4 (F + Dp + 2 Ep) bytes with Dp, Ep = d_model, d_inner rounded up to 16 (1,756 B for the default
+    /// model), plus 8-16 B of hash table; the arrays grow with the distinct rows actually seen, up to
+    /// the budget (and 2^24 entries). 0 disables the cache; a budget below one block's rows disables it
+    /// for that block. The calling thread keeps the memory (not the entries) between calls, until it
+    /// exits; so does its block scratch (~1 MB plus Ep d_state 4 B per saved scan state).
     size_t step_cache_bytes = size_t{8} << 20;
     /// Score programs in prefix order and compute shared prefixes once. Costs one extra featurization
     /// pass over the call's programs (to sort them), so a predict_views callback or record-line parse
     /// runs twice per program.
     bool share_prefixes = true;
+    /// If set, every call adds what it computed here (atomically; for benchmarks and tests).
+    ReuseCounters* counters = nullptr;
   };
   const Options& options() const { return options_; }
   void set_options(const Options& options);

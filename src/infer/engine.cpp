@@ -313,20 +313,24 @@ inline uint64_t hash_row(const float* row, int64_t F) {
 /// wherever it sits in a GEMM. Entries are appended; when a block's rows could overflow the capacity,
 /// the cache starts empty again (no eviction bookkeeping).
 struct StepRowCache {
-  int64_t capacity = 0;  // entries (0: disabled)
+  /// At most this many entries whatever the budget (entry indices are int32; a table this size is
+  /// ~30 GB for the default model, so the budget is what limits it in practice).
+  static constexpr int64_t kMaxEntries = int64_t{1} << 24;
+  int64_t capacity = 0;   // entries the budget allows (0: disabled)
+  int64_t allocated = 0;  // entries the arrays hold now (grown on demand, <= capacity)
   int64_t used = 0;
   uint64_t model_id = 0;
   int64_t F = 0, Dp = 0, XZp = 0;
-  std::vector<float> keys;   // [capacity][F]: the feature rows
-  AlignedFloats h0;          // [capacity][Dp]: embed(row)
-  AlignedFloats xz;          // [capacity][XZp]: in_proj(LayerNorm(h0)) of layer 0
-  std::vector<int32_t> slots;  // open addressing (linear probing): entry index, or -1
+  std::vector<float> keys;   // [allocated][F]: the feature rows
+  AlignedFloats h0;          // [allocated][Dp]: embed(row)
+  AlignedFloats xz;          // [allocated][XZp]: in_proj(LayerNorm(h0)) of layer 0
+  std::vector<int32_t> slots;  // open addressing (linear probing): entry index, or -1; >= 2 allocated
 
   /// Starts a call: empty, for model `m` and the memory budget (the memory is kept if neither changed).
   /// Entries live for one call only, so that a call's cost does not depend on what the thread scored before.
   void configure(const Model& m, size_t budget_bytes) {
     const size_t entry_bytes = sizeof(float) * static_cast<size_t>(m.F + m.Dp + m.XZp);
-    const int64_t cap = m.layers.empty() ? 0 : static_cast<int64_t>(budget_bytes / entry_bytes);
+    const int64_t cap = m.layers.empty() ? 0 : static_cast<int64_t>(std::min<size_t>(budget_bytes / entry_bytes, kMaxEntries));
     if (cap == capacity && m.id == model_id) {
       clear();
       return;
@@ -338,21 +342,20 @@ struct StepRowCache {
     Dp = m.Dp;
     XZp = m.XZp;
   }
-  /// Makes room for `rows` new entries (false if the capacity is smaller than that).
+  /// Makes room for `rows` new entries (false if the capacity is smaller than that). The arrays grow
+  /// geometrically up to the capacity; `allocated` changes only once every array has its new size, so
+  /// a failed allocation (std::bad_alloc) leaves a consistent cache.
   bool reserve(int64_t rows) {
     if (rows > capacity) return false;
     if (used + rows > capacity) clear();
-    const int64_t want = std::min(capacity, 2 * (used + rows));
-    if (static_cast<int64_t>(h0.size()) < (used + rows) * Dp) {
+    if (used + rows > allocated) {
+      const int64_t want = std::min(capacity, std::max<int64_t>(2 * allocated, used + rows));
       keys.resize(static_cast<size_t>(want * F));
       h0.resize(static_cast<size_t>(want * Dp));
       xz.resize(static_cast<size_t>(want * XZp));
+      allocated = want;
     }
-    if (slots.empty()) {
-      size_t n_slots = 16;
-      while (n_slots < static_cast<size_t>(2 * capacity)) n_slots *= 2;
-      slots.assign(n_slots, -1);
-    }
+    if (static_cast<int64_t>(slots.size()) < 2 * allocated) rehash();
     return true;
   }
   void clear() {
@@ -361,9 +364,8 @@ struct StepRowCache {
   }
   /// The entry of `row` (F floats), appending it if new (reserve() made room).
   int32_t find_or_insert(const float* row) {
-    const uint64_t h = hash_row(row, F);
     const size_t mask = slots.size() - 1;
-    for (size_t s = static_cast<size_t>(h) & mask;; s = (s + 1) & mask) {
+    for (size_t s = static_cast<size_t>(hash_row(row, F)) & mask;; s = (s + 1) & mask) {
       const int32_t e = slots[s];
       if (e < 0) {
         slots[s] = static_cast<int32_t>(used);
@@ -372,6 +374,23 @@ struct StepRowCache {
       }
       if (std::memcmp(keys.data() + e * F, row, sizeof(float) * static_cast<size_t>(F)) == 0) return e;
     }
+  }
+
+ private:
+  /// A slot table of at least 2 `allocated` (a power of two) holding the `used` entries.
+  void rehash() {
+    size_t n_slots = 16;
+    while (n_slots < static_cast<size_t>(2 * allocated)) n_slots *= 2;
+    std::vector<int32_t> fresh(n_slots, -1);
+    for (int64_t e = 0; e < used; ++e) {
+      for (size_t s = static_cast<size_t>(hash_row(keys.data() + e * F, F)) & (n_slots - 1);; s = (s + 1) & (n_slots - 1)) {
+        if (fresh[s] < 0) {
+          fresh[s] = static_cast<int32_t>(e);
+          break;
+        }
+      }
+    }
+    slots = std::move(fresh);
   }
 };
 
@@ -396,11 +415,13 @@ struct Block {
   int64_t rows = 0;
   // Scan states handed from a prefix's owner to the programs that continue it (one slot per program).
   struct StateRequest {
-    int32_t owner, pos, slot;  // after position pos of program owner, save the state into slot
+    int32_t owner, pos, program;  // after position pos of program owner, save the state for program
   };
-  std::vector<StateRequest> requests;  // sorted by (owner, pos)
-  std::vector<int64_t> req_begin;      // per program: its requests, plus the end
-  AlignedFloats states;                // [slots][Ep * N]
+  std::vector<StateRequest> requests;  // sorted by (owner, pos); request k saves into state slot k
+  std::vector<int64_t> req_begin;      // per program: its requests (as owner), plus the end
+  std::vector<int32_t> state_slot;     // per program: the slot its scan starts from, or -1
+  AlignedFloats states;                // [requests][Ep * N]
+  CostModelEngine::ReuseCounters* counters = nullptr;  // Options::counters of the call
 
   // Every buffer region a block reads has been written earlier in the same block (padding columns
   // included), so a Block can be reused for any model of the same sizes without clearing it.
@@ -413,27 +434,30 @@ struct Block {
     cache.configure(m, cache_bytes);
     clear();
   }
+  // The capacities are raised only after every buffer has its new size: a std::bad_alloc in between
+  // leaves a Block that is still consistent (the thread's kept Block is used again by its next call).
   void reserve(const Model& m, int64_t rows_needed, int64_t progs_needed) {
     if (rows_needed > cap_rows) {  // only when the block is empty (run_workers flushes first)
-      cap_rows = std::max(rows_needed, cap_rows);
-      x.assign(static_cast<size_t>(cap_rows * m.F), 0.0f);
-      h.assign(static_cast<size_t>(cap_rows * m.Dp), 0.0f);
-      u.assign(static_cast<size_t>(cap_rows * m.Dp), 0.0f);
-      xz.assign(static_cast<size_t>(cap_rows * m.XZp), 0.0f);
-      xc.assign(static_cast<size_t>(cap_rows * m.Ep), 0.0f);
-      dbc.assign(static_cast<size_t>(cap_rows * m.DBCp), 0.0f);
-      delta.assign(static_cast<size_t>(cap_rows * m.Ep), 0.0f);
-      real.assign(static_cast<size_t>(cap_rows), 0);
-      xz_row.assign(static_cast<size_t>(cap_rows), nullptr);
-      entry.assign(static_cast<size_t>(cap_rows), 0);
-      row_owner.assign(static_cast<size_t>(cap_rows), 0);
+      const size_t n = static_cast<size_t>(rows_needed);
+      x.assign(n * m.F, 0.0f);
+      h.assign(n * m.Dp, 0.0f);
+      u.assign(n * m.Dp, 0.0f);
+      xz.assign(n * m.XZp, 0.0f);
+      xc.assign(n * m.Ep, 0.0f);
+      dbc.assign(n * m.DBCp, 0.0f);
+      delta.assign(n * m.Ep, 0.0f);
+      real.assign(n, 0);
+      xz_row.assign(n, nullptr);
+      entry.assign(n, 0);
+      row_owner.assign(n, 0);
+      cap_rows = rows_needed;
     }
     nz_idx.resize(static_cast<size_t>(m.F));
     nz_val.resize(static_cast<size_t>(m.F));
     if (progs_needed > cap_progs) {
-      cap_progs = std::max(progs_needed, cap_progs);
-      pooled.assign(static_cast<size_t>(cap_progs * m.Dp), 0.0f);
-      hid.assign(static_cast<size_t>(cap_progs * m.Hp), 0.0f);
+      pooled.assign(static_cast<size_t>(progs_needed * m.Dp), 0.0f);
+      hid.assign(static_cast<size_t>(progs_needed * m.Hp), 0.0f);
+      cap_progs = progs_needed;
     }
   }
   int64_t programs() const { return static_cast<int64_t>(index.size()); }
@@ -494,10 +518,14 @@ struct Block {
       return a.owner != b.owner ? a.owner < b.owner : a.pos < b.pos;
     });
     req_begin.assign(static_cast<size_t>(P + 1), 0);
-    for (const StateRequest& r : requests) ++req_begin[r.owner + 1];
+    state_slot.assign(static_cast<size_t>(P), -1);
+    for (size_t k = 0; k < requests.size(); ++k) {
+      ++req_begin[requests[k].owner + 1];
+      state_slot[requests[k].program] = static_cast<int32_t>(k);
+    }
     for (int64_t j = 0; j < P; ++j) req_begin[j + 1] += req_begin[j];
-    const size_t need = static_cast<size_t>(P * m.Ep * m.N);
-    if (!requests.empty() && states.size() < need) states.resize(need);
+    const size_t need = requests.size() * static_cast<size_t>(m.Ep * m.N);
+    if (states.size() < need) states.resize(need);
   }
 
  private:
@@ -516,13 +544,14 @@ struct ScratchLease {
     thread_local Block cached;
     thread_local bool cached_busy = false;
     if (cached_busy) {
+      local.adopt(m, cache_bytes);
       block = &local;
     } else {
+      cached.adopt(m, cache_bytes);  // (before marking it busy: if this throws, the next call may use it)
       cached_busy = true;
       busy = &cached_busy;
       block = &cached;
     }
-    block->adopt(m, cache_bytes);
   }
   ~ScratchLease() {
     if (busy) *busy = false;
@@ -632,7 +661,7 @@ void scan_gate(const Model& m, const Model::Layer& L, Block& b, int64_t j) {
     const V* a = reinterpret_cast<const V*>(L.A.data() + e * N);
     const V dskip = infer::load(L.Dskip.data() + e);
     if (t0 > 0) {
-      const float* saved = b.states.data() + j * state_size + e * N;
+      const float* saved = b.states.data() + b.state_slot[j] * state_size + e * N;
       for (int n = 0; n < N; ++n) h[n] = infer::load(saved + n * kLanes);
     } else {
       for (int n = 0; n < N; ++n) h[n] = V{};
@@ -655,7 +684,7 @@ void scan_gate(const Model& m, const Model::Layer& L, Block& b, int64_t j) {
       }
       infer::store(xt, acc * infer::vsilu(z));
       for (; next != req_end && next->pos == t; ++next) {
-        float* saved = b.states.data() + next->slot * state_size + e * N;
+        float* saved = b.states.data() + (next - b.requests.data()) * state_size + e * N;
         for (int n = 0; n < N; ++n) infer::store(saved + n * kLanes, h[n]);
       }
     }
@@ -670,11 +699,17 @@ void forward_block(const Model& m, Block& b, float* scores) {
   if (M > 0) {
     // Layer 0's rows come from the step-row cache when it can hold this block (first_layer = 1).
     const bool cached = !m.layers.empty() && b.cache.reserve(M);
+    if (b.counters) {
+      b.counters->positions += static_cast<int64_t>(b.pos_row.size());
+      b.counters->rows += M;
+      if (!cached) b.counters->layer0_rows += M;
+    }
     if (cached) {
       StepRowCache& c = b.cache;
       const int64_t first_new = c.used;
       for (int64_t r = 0; r < M; ++r) b.entry[r] = c.find_or_insert(b.x.data() + r * m.F);
       const int64_t n_new = c.used - first_new;
+      if (b.counters) b.counters->layer0_rows += n_new;
       const Model::Layer& L = m.layers[0];
       embed_rows(m, b, c.keys.data() + first_new * m.F, n_new, c.h0.data() + first_new * m.Dp);
       for (int64_t j = 0; j < n_new; ++j) {
@@ -781,26 +816,31 @@ void on_threads(int n_threads, const Fn& fn) {
 /// share their prefix in a block): programs sorted by the hashes of their rows, lexicographically. A
 /// hash collision can only make the order worse, never a score wrong (append_program compares rows).
 template <class MakeSource>
-std::vector<size_t> prefix_order(const Model& m, size_t n, int n_threads, size_t chunk,
-                                 const std::atomic<bool>& failed, const MakeSource& make_source) {
+std::vector<size_t> prefix_order(const Model& m, size_t n, int n_threads, size_t chunk, std::atomic<bool>& failed,
+                                 const MakeSource& make_source) {
   std::vector<std::vector<uint64_t>> keys(n);
   std::atomic<size_t> next{0};
   on_threads(n_threads, [&](int) {
-    auto source = make_source();
-    std::vector<float> x;
-    std::vector<uint8_t> real;
-    while (!failed.load(std::memory_order_relaxed)) {
-      const size_t begin = next.fetch_add(chunk);
-      if (begin >= n) break;
-      for (size_t i = begin; i < std::min(n, begin + chunk); ++i) {
-        const int64_t rows = source.prepare(i);
-        if (rows <= 0) continue;
-        x.resize(static_cast<size_t>(rows * m.F));
-        real.resize(static_cast<size_t>(rows));
-        source.fill(i, x.data(), real.data());
-        keys[i].resize(static_cast<size_t>(rows));
-        for (int64_t r = 0; r < rows; ++r) keys[i][r] = hash_row(x.data() + r * m.F, m.F) ^ real[r];
+    try {
+      auto source = make_source();
+      std::vector<float> x;
+      std::vector<uint8_t> real;
+      while (!failed.load(std::memory_order_relaxed)) {
+        const size_t begin = next.fetch_add(chunk);
+        if (begin >= n) break;
+        for (size_t i = begin; i < std::min(n, begin + chunk); ++i) {
+          const int64_t rows = source.prepare(i);
+          if (rows <= 0) continue;
+          x.resize(static_cast<size_t>(rows * m.F));
+          real.resize(static_cast<size_t>(rows));
+          source.fill(i, x.data(), real.data());
+          keys[i].resize(static_cast<size_t>(rows));
+          for (int64_t r = 0; r < rows; ++r) keys[i][r] = hash_row(x.data() + r * m.F, m.F) ^ real[r];
+        }
       }
+    } catch (...) {
+      failed = true;  // the other threads stop early
+      throw;
     }
   });
   std::vector<size_t> order(n);
@@ -829,6 +869,7 @@ void run_workers(const Model& m, size_t n, float* scores, int threads, const Cos
       auto source = make_source();
       ScratchLease lease(m, opt.step_cache_bytes);
       Block& b = *lease.block;
+      b.counters = opt.counters;
       b.reserve(m, CostModelEngine::kBlockRows, CostModelEngine::kBlockRows);
       while (!failed.load(std::memory_order_relaxed)) {
         const size_t begin = next.fetch_add(chunk);

@@ -229,6 +229,21 @@ bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
+/// The programs as Ansor record lines (one task, one measured cost each).
+std::vector<std::string> as_record_lines(const std::vector<std::vector<TransformStep>>& progs) {
+  std::vector<std::string> text;
+  for (const auto& p : progs) {
+    MeasureRecord r;
+    r.workload_key = "[\"k\"]";
+    r.target = "cuda";
+    r.steps = p;
+    r.costs = {1e-3};
+    r.version = "v0.6";
+    text.push_back(record_to_json(r));
+  }
+  return text;
+}
+
 using test::error_of;
 
 // ---- (1) against the double-precision reference
@@ -373,51 +388,198 @@ std::vector<std::vector<TransformStep>> programs_with_shared_prefixes() {
   return out;
 }
 
+CostModelEngine::Options plain_options() {
+  CostModelEngine::Options off;
+  off.step_cache_bytes = 0;
+  off.share_prefixes = false;
+  return off;
+}
+
 TEST(InferEngine, StepCacheAndPrefixSharingAreExact) {
-  const auto progs = programs_with_shared_prefixes();
+  auto progs = programs_with_shared_prefixes();
+  progs.insert(progs.begin() + 100, std::vector<TransformStep>{});  // programs without steps, in the sorted call
+  progs.push_back({});
   ASSERT_GT(progs.size(), 800u);  // over the 512 programs from which a call is sorted by prefix
+  const std::vector<std::vector<TransformStep>> few(progs.begin(), progs.begin() + 300);  // unsorted call
   // Default; 2 layers with expand 2 and d_state 16 (states handed on per layer); odd sizes with the
   // generic scan (d_state 5) and d_conv 3 (the conv reads across the shared prefix).
   for (const MambaConfig& cfg : {config(), config(128, 2, 16, 4, 2), config(40, 2, 5, 3, 3, 3, 24)}) {
     CostModelEngine plain(random_weights(cfg, 13), "random");
-    CostModelEngine::Options off;
-    off.step_cache_bytes = 0;
-    off.share_prefixes = false;
-    plain.set_options(off);
-    const std::vector<float> want = plain.predict_programs(progs);
+    plain.set_options(plain_options());
+    const std::vector<float> want = plain.predict_programs(progs), want_few = plain.predict_programs(few);
     for (float s : want) ASSERT_TRUE(std::isfinite(s));
-    // Cache sizes: default; about one block's rows (emptied between blocks); too small for a block.
-    const size_t entry = sizeof(float) * (kStepFeatureDim + 3 * 128);
-    for (size_t cache : {CostModelEngine::Options{}.step_cache_bytes, 300 * entry, size_t{1000}}) {
+    // Cache budgets: the default; ~300 entries (about one block's rows: emptied between blocks); 100
+    // entries (fewer than a block's rows: off for most blocks); too small for one entry.
+    auto padded = [](int v) { return static_cast<size_t>((v + 15) / 16 * 16); };
+    const size_t entry = sizeof(float) * (kStepFeatureDim + padded(cfg.d_model) + 2 * padded(cfg.d_inner()));
+    for (size_t cache : {CostModelEngine::Options{}.step_cache_bytes, 300 * entry, 100 * entry, entry - 1}) {
       for (bool share : {false, true}) {
         for (int threads : {1, 3}) {
           CostModelEngine e = plain;
-          e.set_options({cache, share});
+          CostModelEngine::Options o;
+          o.step_cache_bytes = cache;
+          o.share_prefixes = share;
+          e.set_options(o);
           e.set_threads(threads);
-          EXPECT_TRUE(bitwise_equal(e.predict_programs(progs), want))
-              << cfg.to_json() << " cache " << cache << " share " << share << " threads " << threads;
+          const std::string what = cfg.to_json() + " cache " + std::to_string(cache) + " share " +
+                                   std::to_string(share) + " threads " + std::to_string(threads);
+          EXPECT_TRUE(bitwise_equal(e.predict_programs(progs), want)) << what;
+          EXPECT_TRUE(bitwise_equal(e.predict_programs(few), want_few)) << what;
         }
       }
     }
-    // The dense path, with padding rows between real steps in some programs (rows the scan sees, that
-    // the pooling skips): a hole in a shared prefix is shared, a hole after it ends the sharing.
+    // The dense path, with padding rows between real steps (rows the scan sees and the pooling skips)
+    // in some programs: at the first step, at step 2, and two at once; a hole in a shared prefix is
+    // shared, a hole after it ends the sharing.
     std::vector<float> x, mask;
     const int L = featurize_all(progs, kDefaultMaxSteps, &x, &mask);
     for (size_t i = 0; i < progs.size(); i += 5) {
-      if (progs[i].size() > 3) mask[i * L + 2] = 0.0f;
+      if (progs[i].size() <= 4) continue;
+      mask[i * L + (i % 3 == 0 ? 0 : 2)] = 0.0f;
+      if (i % 7 == 0) mask[i * L + 3] = 0.0f;
     }
     const int64_t n = static_cast<int64_t>(progs.size());
     std::vector<float> dense_want(progs.size()), dense_got(progs.size());
     plain.predict(x.data(), mask.data(), n, L, dense_want.data());
-    const CostModelEngine fast(random_weights(cfg, 13), "random");
-    fast.predict(x.data(), mask.data(), n, L, dense_got.data());
-    EXPECT_TRUE(bitwise_equal(dense_got, dense_want)) << cfg.to_json();
+    for (int threads : {1, 2}) {
+      CostModelEngine fast(random_weights(cfg, 13), "random");
+      fast.set_threads(threads);
+      fast.predict(x.data(), mask.data(), n, L, dense_got.data());
+      EXPECT_TRUE(bitwise_equal(dense_got, dense_want)) << cfg.to_json() << " threads " << threads;
+    }
     // Against the double-precision reference too, for a few programs that shared a prefix.
     const WeightsFile w = random_weights(cfg, 13);
     const Reference ref{cfg, &w};
     for (size_t i = 700; i < progs.size(); i += 23) {
       const double r = ref.score(x.data() + i * L * kStepFeatureDim, mask.data() + i * L, L);
       EXPECT_NEAR(dense_got[i], r, 1e-5 * std::max(1.0, std::fabs(r))) << i;
+    }
+  }
+}
+
+TEST(InferEngine, ReuseCountersShowTheWorkSaved) {
+  const auto progs = programs_with_shared_prefixes();
+  CostModelEngine engine(random_weights(config(), 14), "random");
+  CostModelEngine::ReuseCounters counters;
+  CostModelEngine::Options o;
+  o.counters = &counters;
+  engine.set_options(o);
+  engine.predict_programs(progs);
+  int64_t steps = 0;
+  for (const auto& p : progs) steps += std::min<int64_t>(static_cast<int64_t>(p.size()), kDefaultMaxSteps);
+  EXPECT_EQ(counters.positions.load(), steps);
+  // One operator's tuning log: most of a program's steps are another's prefix, and few rows are distinct.
+  EXPECT_LT(counters.rows.load(), steps * 6 / 10) << counters.rows.load() << " of " << steps;
+  EXPECT_LT(counters.layer0_rows.load(), counters.rows.load() / 10) << counters.layer0_rows.load();
+  EXPECT_GT(counters.layer0_rows.load(), 0);
+  // The plain engine computes every position, and every row through layer 0.
+  CostModelEngine::ReuseCounters plain_counters;
+  CostModelEngine::Options off = plain_options();
+  off.counters = &plain_counters;
+  engine.set_options(off);
+  engine.predict_programs(progs);
+  EXPECT_EQ(plain_counters.rows.load(), steps);
+  EXPECT_EQ(plain_counters.layer0_rows.load(), steps);
+}
+
+TEST(InferEngine, PrefixSharingComparesPaddingFlags) {
+  // Two programs whose step 2 has the same (zero) features, real in one and padding in the other: the
+  // model computes the same row, but only the real one is pooled, so the second must not borrow it.
+  const MambaConfig cfg = config();
+  const CostModelEngine fast(random_weights(cfg, 15), "random");
+  CostModelEngine plain = fast;
+  plain.set_options(plain_options());
+  const auto& prog = real_programs()[3];
+  const int L = static_cast<int>(prog.size());
+  ASSERT_GT(L, 4);
+  std::vector<float> one(static_cast<size_t>(L) * kStepFeatureDim);
+  featurize_program(prog, L, one.data());
+  std::fill(one.begin() + 2 * kStepFeatureDim, one.begin() + 3 * kStepFeatureDim, 0.0f);
+  std::vector<float> x, mask;
+  for (int copy = 0; copy < 2; ++copy) {
+    x.insert(x.end(), one.begin(), one.end());
+    for (int t = 0; t < L; ++t) mask.push_back(copy == 1 && t == 2 ? 0.0f : 1.0f);
+  }
+  for (bool reversed : {false, true}) {
+    std::vector<float> xs = x, ms = mask;
+    if (reversed) {
+      std::rotate(xs.begin(), xs.begin() + static_cast<int64_t>(one.size()), xs.end());
+      std::rotate(ms.begin(), ms.begin() + L, ms.end());
+    }
+    float got[2], want[2];
+    fast.predict(xs.data(), ms.data(), 2, L, got);
+    plain.predict(xs.data(), ms.data(), 2, L, want);
+    EXPECT_EQ(got[0], want[0]);
+    EXPECT_EQ(got[1], want[1]);
+    EXPECT_NE(want[0], want[1]);
+  }
+}
+
+TEST(InferEngine, PrefixSharingHandlesProgramsLongerThanABlock) {
+  // Programs of 300 rows (more than kBlockRows): one, its duplicate, its first 280 steps, and a copy
+  // with step 290 changed, mixed with short ones; every row a real step of some real program.
+  const auto& progs = real_programs();
+  std::vector<float> rows;
+  for (const auto& p : progs) {
+    std::vector<float> f(p.size() * kStepFeatureDim);
+    featurize_program(p, static_cast<int>(p.size()), f.data());
+    rows.insert(rows.end(), f.begin(), f.end());
+    if (rows.size() >= 400 * kStepFeatureDim) break;
+  }
+  const int L = 300;
+  ASSERT_GT(L, CostModelEngine::kBlockRows);
+  const size_t row = kStepFeatureDim, prog = static_cast<size_t>(L) * row;
+  std::vector<float> x(8 * prog, 0.0f), mask(8 * static_cast<size_t>(L), 0.0f);
+  auto set = [&](int i, int len, size_t offset) {
+    std::copy(rows.begin() + offset * row, rows.begin() + (offset + len) * row, x.begin() + i * prog);
+    std::fill(mask.begin() + i * L, mask.begin() + i * L + len, 1.0f);
+  };
+  set(0, 300, 0);
+  set(1, 30, 7);
+  set(2, 300, 0);
+  set(3, 280, 0);
+  set(4, 300, 0);
+  size_t other = 300;  // a row that differs from row 290
+  while (std::equal(rows.begin() + other * row, rows.begin() + (other + 1) * row, rows.begin() + 290 * row)) ++other;
+  std::copy(rows.begin() + other * row, rows.begin() + (other + 1) * row, x.begin() + 4 * prog + 290 * row);
+  set(5, 12, 100);
+  set(6, 300, 0);
+  mask[6 * L + 150] = 0.0f;  // a hole past the first block's worth of rows
+  set(7, 256, 0);
+  for (const MambaConfig& cfg : {config(), config(40, 2, 5, 3, 3, 3, 24)}) {
+    const CostModelEngine fast(random_weights(cfg, 16), "random");
+    CostModelEngine plain = fast;
+    plain.set_options(plain_options());
+    std::vector<float> got(8), want(8);
+    fast.predict(x.data(), mask.data(), 8, L, got.data());
+    plain.predict(x.data(), mask.data(), 8, L, want.data());
+    EXPECT_TRUE(bitwise_equal(got, want)) << cfg.to_json();
+    EXPECT_EQ(got[0], got[2]);
+    EXPECT_NE(got[0], got[3]);
+    EXPECT_NE(got[0], got[4]);
+  }
+}
+
+TEST(InferEngine, SortedCallsReportUnreadableLinesAsThePlainPath) {
+  // Record lines of a call large enough to be sorted (two passes over the lines), with bad lines in it.
+  const auto progs = programs_with_shared_prefixes();
+  std::vector<std::string> text = as_record_lines(progs);
+  for (size_t i = 10; i < text.size(); i += 97) text[i] = i % 2 ? "{\"i\": not json" : "";
+  const std::vector<std::string_view> lines(text.begin(), text.end());
+  const CostModelEngine fast(random_weights(config(), 17), "random");
+  CostModelEngine plain = fast;
+  plain.set_options(plain_options());
+  std::vector<std::string> e_fast, e_plain;
+  const std::vector<float> s_fast = fast.predict_record_lines(lines, &e_fast);
+  const std::vector<float> s_plain = plain.predict_record_lines(lines, &e_plain);
+  EXPECT_EQ(e_fast, e_plain);
+  ASSERT_EQ(s_fast.size(), s_plain.size());
+  for (size_t i = 0; i < s_fast.size(); ++i) {
+    if (std::isnan(s_plain[i])) {
+      EXPECT_TRUE(std::isnan(s_fast[i])) << i;
+      EXPECT_FALSE(e_fast[i].empty()) << i;
+    } else {
+      EXPECT_EQ(s_fast[i], s_plain[i]) << i;
     }
   }
 }
@@ -453,16 +615,7 @@ TEST(InferEngine, InputPathsAgree) {
   EXPECT_TRUE(bitwise_equal(views, dense));
 
   // Record lines: the same programs written as records, plus a malformed and a blank line.
-  std::vector<std::string> text;
-  for (const auto& p : progs) {
-    MeasureRecord r;
-    r.workload_key = "[\"k\"]";
-    r.target = "cuda";
-    r.steps = p;
-    r.costs = {1e-3};
-    r.version = "v0.6";
-    text.push_back(record_to_json(r));
-  }
+  std::vector<std::string> text = as_record_lines(progs);
   text.insert(text.begin() + 3, "{\"i\": not json");
   text.insert(text.begin() + 5, "");
   std::vector<std::string_view> lines(text.begin(), text.end());
