@@ -9,8 +9,10 @@
 //   libtorch eager      MambaCostModel::forward on the dense batch (NoGrad, eval), all cores; also in
 //                       batches of 1,000 (less memory traffic; faster)
 //   engine              CostModelEngine::predict on the dense batch, 1 thread and all cores; also without
-//                       the step-row cache (set_step_cache_bytes(0): every row through the whole model)
+//                       the step-row cache and prefix sharing (Options{0, false}: every row through the model)
 //   engine from steps   predict_programs: featurize + score, all cores
+//   one task            predict_programs on every program of the task with the most records (what a
+//                       search round scores), with and without the reuse; ReuseCounters of both batches
 //   engine from lines   predict_record_lines: parse JSON + featurize + score, all cores
 //   featurize           featurize_program from steps / RecordParser + featurize_program from lines
 //   XGBoost             a rank:pairwise booster (max_depth 10, eta 0.2, gamma 0.001, min_child_weight 0,

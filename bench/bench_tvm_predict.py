@@ -49,7 +49,6 @@ def main(argv=None):
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1)
     args = p.parse_args(argv)
 
-    import numpy as np
     from tvm.s_tir import Schedule
     from tvm.target import Target
 
