@@ -240,6 +240,7 @@ struct StudyOptions {
   TrainOptions train;
   std::string out;
   int seeds = 1;
+  int first_seed = 0;
   bool quiet = false;
   bool resume = false;
 
@@ -251,8 +252,13 @@ struct StudyOptions {
     cmd->add_option("--min-steps", train.min_steps,
                     "At least this many optimizer steps per neural model (more epochs and patience on small data)")
         ->check(CLI::Range(0, 100000000));
-    cmd->add_option("--seeds", seeds, "Train every model with seeds 0..N-1 (mean ± standard deviation)")
+    cmd->add_option("--seeds", seeds,
+                    "Train every model with N seeds, --first-seed .. --first-seed + N - 1 (mean ± standard deviation)")
         ->check(CLI::Range(1, 100));
+    cmd->add_option("--first-seed", first_seed,
+                    "First seed (default 0): e.g. --first-seed 1 --seeds 2 adds seeds 1 and 2 to an earlier seed-0 "
+                    "study, in another --out (or the same one with --resume)")
+        ->check(CLI::Range(0, 1000000));
     cmd->add_option("--threads", train.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
     cmd->add_flag("--quiet", quiet, "No progress display");
     cmd->add_flag("--resume", resume,
@@ -306,7 +312,7 @@ Command add_compare_command(CLI::App& app) {
                    Split s;
                    Dataset d = o->load_and_split(&s);
                    std::vector<Run> runs;
-                   for (int seed = 0; seed < o->seeds; ++seed) {
+                   for (int seed = o->first_seed; seed < o->first_seed + o->seeds; ++seed) {
                      for (const auto& k : kinds) {
                        const std::string dir = fmt::format("{}/{}-s{}", o->out, k, seed);
                        if (!o->quiet) std::fprintf(stderr, "== %s, seed %d\n", k.c_str(), seed);
@@ -464,7 +470,7 @@ Command add_sweep_command(CLI::App& app) {
                      b.n_features = kStepFeatureDim;
                      return b;
                    }());
-                   for (int seed = 0; seed < o->seeds; ++seed) {
+                   for (int seed = o->first_seed; seed < o->first_seed + o->seeds; ++seed) {
                      for (size_t i = 0; i < configs.size(); ++i) {
                        const auto& [param, c] = configs[i];
                        const std::string label = config_label(c);

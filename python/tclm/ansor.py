@@ -14,19 +14,23 @@ record reader and Ansor-step encoding read.
 
 Scores are softplus log(1 + exp(s)) of the engine's raw score s: Ansor uses them as heap keys and,
 clamped at 0, as selection weights, so they must be positive and keep the order (a float32 logistic
-would tie every s above ~17). ``update`` appends the
-measured records (one JSON line each, the standard log format) to ``log_file`` when one is given;
-fine-tuning during an Ansor search is not done here (train on the log with ``tclm train --init``).
+would tie every s above ~17). ``update`` appends the measured records (one JSON line each, the
+standard log format) to ``log_file`` when one is given. With ``retrain=True`` the model is fine-tuned
+on that log during the search, as the MetaSchedule adapter does (``tclm train --init`` once
+``min_new_records`` new successful measurements arrived, at most ``max_train_share`` of the wall time;
+tclm._adapter), which is what TVM's XGBModel does with Ansor's measurements.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Iterable, List, Optional
 
 import numpy as np
 
-from . import FEATURE_VERSION, Engine, feature_version_name
+from . import FEATURE_VERSION, Engine
+from ._adapter import FineTuner, open_engine
 
 __all__ = ["TclmAnsorModel", "record_line_from_input_json", "scores_from_raw"]
 
@@ -68,37 +72,75 @@ class TclmAnsorModel(_BaseModel):  # type: ignore[misc, valid-type]
     """An Ansor ``PythonBasedModel`` scoring states with a tclm model trained on Ansor records.
 
     model_path: a .tclm weights file (Ansor step encoding). log_file: where update() appends the
-    measured records (None: not kept). threads: engine threads (0 = all cores). Raises ImportError
-    when this TVM has no auto_scheduler, tclm.TclmError when the model cannot be loaded.
+    measured records (None: not kept). threads: engine threads (0 = all cores). max_steps: transform
+    steps kept per state. retrain: fine-tune on log_file during the search (needs log_file; the
+    fine-tuned models go to work_dir, default the log's directory); min_new_records, max_train_share,
+    epochs, seed: as for tclm.metaschedule.TclmCostModel. Raises ImportError when this TVM has no
+    auto_scheduler, ValueError for a model of the other encoding or retrain without log_file,
+    tclm.TclmError when the model cannot be loaded.
     """
 
-    def __init__(self, model_path: str, log_file: Optional[str] = None, threads: int = 0, max_steps: int = 72):
+    def __init__(self, model_path: str, log_file: Optional[str] = None, threads: int = 0, max_steps: int = 72,
+                 retrain: bool = False, work_dir: Optional[str] = None, min_new_records: int = 32,
+                 max_train_share: float = 0.25, epochs: int = 100, seed: int = 0):
         if _BaseModel is _Base:
             raise ImportError("tvm.auto_scheduler is not available: Ansor needs TVM <= 0.19 "
                               "(scripts/setup-ansor.sh installs xtc-tvm-python-bindings 0.19)")
+        if retrain and log_file is None:
+            raise ValueError("TclmAnsorModel: retrain=True needs log_file (the measured records it trains on)")
         super().__init__()
-        self.engine = Engine(model_path)
-        if self.engine.feature_version != FEATURE_VERSION:
-            raise ValueError(f"{model_path}: a model trained on {self.engine.feature_encoding}; Ansor needs one trained "
-                             f"on {feature_version_name(FEATURE_VERSION)} (tclm train -d on Ansor records)")
-        self.engine.threads = threads
-        self.engine.max_steps = max_steps
+        self.threads = threads
+        self.max_steps = max_steps
+        self._load_engine(model_path)
         self.log_file = log_file
+        self.retrain = retrain
+        self.tuner = None
+        if retrain:
+            work_dir = os.path.abspath(work_dir or os.path.dirname(os.path.abspath(log_file)))
+            self.tuner = FineTuner(work_dir, os.path.abspath(log_file), min_new_records=min_new_records,
+                                   max_train_share=max_train_share, epochs=epochs, seed=seed, threads=threads,
+                                   max_steps=max_steps)
         self.predicted = 0
         self.unreadable = 0  # candidates the engine could not read (ranked last)
         self._warned_unreadable = False
         self.updates = 0
+        self.measured = 0
+        self.failed = 0
+
+    def _load_engine(self, model_path: str) -> None:
+        engine = open_engine(model_path, FEATURE_VERSION, "Ansor", "tclm train -d on Ansor records", self.threads)
+        engine.max_steps = self.max_steps
+        self.engine = engine
+        self.model_path = model_path
+
+    def stats(self) -> dict:
+        """Counters for reports: measured, failed, trainings, train seconds, predicted, unreadable, model."""
+        return {"measured": self.measured, "failed": self.failed,
+                "trainings": self.tuner.trainings if self.tuner else 0,
+                "train_seconds": self.tuner.train_seconds if self.tuner else 0.0,
+                "predicted": self.predicted, "unreadable": self.unreadable, "model": self.model_path}
 
     def update(self, inputs, results) -> None:
-        """Appends the measured (input, result) pairs to log_file in the standard record format."""
+        """Appends the measured (input, result) pairs to log_file in the standard record format and,
+        with retrain, fine-tunes on it when enough new successful measurements arrived."""
         from tvm.auto_scheduler.measure_record import dump_record_to_string
 
         self.updates += 1
+        for res in results:
+            self.measured += 1
+            if int(res.error_no) != 0:
+                self.failed += 1
+            elif self.tuner is not None:
+                self.tuner.new_records += 1
         if self.log_file is None:
             return
         with open(self.log_file, "a") as f:
             for inp, res in zip(inputs, results):
                 f.write(dump_record_to_string(inp, res))
+        if self.tuner is not None and self.tuner.due():
+            new_model = self.tuner.run(self.model_path)
+            if new_model is not None:
+                self._load_engine(new_model)
 
     def predict(self, task, states) -> np.ndarray:
         """One positive score per state, higher = predicted faster."""

@@ -32,7 +32,8 @@ from typing import List, Optional
 
 import numpy as np
 
-from . import TRACE_FEATURE_VERSION, Engine, cli, feature_version_name
+from . import TRACE_FEATURE_VERSION, Engine
+from ._adapter import FineTuner, open_engine
 
 try:  # apache-tvm >= 0.24
     from tvm.s_tir import meta_schedule as ms
@@ -115,9 +116,6 @@ class TclmCostModel(ms.cost_model.PyCostModel):
         self.db_dir = os.path.join(self.work_dir, "db")
         os.makedirs(self.db_dir, exist_ok=True)
         self.retrain = retrain
-        self.min_new_records = min_new_records
-        self.max_train_share = max_train_share
-        self.epochs = epochs
         self.seed = seed
         self.threads = threads
         self.max_steps = max_steps  # None: the model's own (tclm train stores it), else DEFAULT_MAX_STEPS
@@ -127,18 +125,19 @@ class TclmCostModel(ms.cost_model.PyCostModel):
         if model is not None:
             self._load_engine(model)
         self.database = ms.database.JSONDatabase(work_dir=self.db_dir)
-        self.created = time.time()
-        self.train_seconds = 0.0
-        self.trainings = 0
-        self.new_records = 0
+        self.tuner = FineTuner(self.work_dir, self.db_dir, min_new_records=min_new_records,
+                               max_train_share=max_train_share, epochs=epochs, seed=seed, threads=threads)
         self.measured = 0
         self.failed = 0
         self.predicted = 0
         self.unreadable = 0  # candidates whose trace could not be read (ranked last)
         self._warned_unreadable = False
-        self._warned_fine_tune = False
         self.predict_seconds = 0.0
-        self.log: List[dict] = []
+
+    @property
+    def log(self) -> List[dict]:
+        """One entry per fine-tuning: new records, seconds, return code (and the error when it failed)."""
+        return self.tuner.log
 
     # -- PyCostModel interface ----------------------------------------------------------------
     def load(self, path: str) -> None:
@@ -165,14 +164,15 @@ class TclmCostModel(ms.cost_model.PyCostModel):
                 secs = [FAILED_RUN_SECONDS]
                 self.failed += 1
             else:
-                self.new_records += 1
+                self.tuner.new_records += 1
             self.measured += 1
             record = ms.database.TuningRecord(cand.sch.trace, workload, secs, context.target, cand.args_info)
             self.database.commit_tuning_record(record)
-        if self.retrain and self.new_records >= self.min_new_records:
-            elapsed = time.time() - self.created
-            if self.train_seconds <= self.max_train_share * elapsed:
-                self._fine_tune()
+        if self.retrain and self.tuner.due():
+            self.tuner.max_steps = self.max_steps or DEFAULT_MAX_STEPS
+            new_model = self.tuner.run(self.model_path)
+            if new_model is not None:
+                self._load_engine(new_model)
 
     def predict(self, context, candidates) -> np.ndarray:
         """Scores, float64, one per candidate, higher = predicted faster (see the module docstring)."""
@@ -198,49 +198,20 @@ class TclmCostModel(ms.cost_model.PyCostModel):
 
     # -- internals ------------------------------------------------------------------------------
     def _load_engine(self, path: str) -> None:
-        engine = Engine(path)
-        if engine.feature_version != TRACE_FEATURE_VERSION:
-            raise ValueError(f"{path}: a model trained on {engine.feature_encoding}; MetaSchedule needs one trained on "
-                             f"{feature_version_name(TRACE_FEATURE_VERSION)} (tclm train -d on MetaSchedule databases)")
-        engine.threads = self.threads
+        engine = open_engine(path, TRACE_FEATURE_VERSION, "MetaSchedule", "tclm train -d on MetaSchedule databases",
+                             self.threads)
         if self.max_steps is None:
             self.max_steps = _trained_max_steps(engine) or DEFAULT_MAX_STEPS
         engine.max_steps = self.max_steps
         self.engine = engine
         self.model_path = path
 
-    def _fine_tune(self) -> None:
-        t0 = time.time()
-        out = os.path.join(self.work_dir, f"model-{self.trainings + 1}")
-        args = ["train", "-d", f"local={self.db_dir}", "--test-fraction", "0", "--valid-fraction", "0",
-                "--epochs", str(self.epochs), "--patience", str(max(3, self.epochs // 3)), "--max-steps",
-                str(self.max_steps or DEFAULT_MAX_STEPS), "--seed", str(self.seed), "--threads", str(self.threads), "-o", out, "--quiet"]
-        if self.model_path is not None:
-            args += ["--init", self.model_path]
-        result = cli(args, check=False)
-        seconds = time.time() - t0
-        self.train_seconds += seconds
-        entry = {"measured": self.measured, "new_records": self.new_records, "seconds": seconds,
-                 "returncode": result.returncode}
-        if result.returncode == 0:
-            self._load_engine(os.path.join(out, "best.tclm"))
-            self.trainings += 1
-            self.new_records = 0
-        else:  # keep tuning with the previous model; say why in the log, and once on stderr
-            entry["error"] = (result.stderr or "")[-2000:]
-            if not self._warned_fine_tune:
-                self._warned_fine_tune = True
-                last = (result.stderr or "").strip().splitlines()[-1:] or ["(no output)"]
-                print(f"tclm: fine-tuning failed (exit {result.returncode}): {last[0]}; tuning continues with the "
-                      f"previous model", file=sys.stderr)
-        self.log.append(entry)
-
     def stats(self) -> dict:
         """Counters for reports: measured, failed, trainings, unreadable candidates, train/predict seconds,
         predicted."""
-        return {"measured": self.measured, "failed": self.failed, "trainings": self.trainings,
+        return {"measured": self.measured, "failed": self.failed, "trainings": self.tuner.trainings,
                 "unreadable": self.unreadable,
-                "train_seconds": self.train_seconds, "predicted": self.predicted,
+                "train_seconds": self.tuner.train_seconds, "predicted": self.predicted,
                 "predict_seconds": self.predict_seconds, "model": self.model_path}
 
 

@@ -1,22 +1,25 @@
-"""Tuning benchmark: MetaSchedule on this machine's CPU with TVM's default XGBoost cost model, with
-tclm, and with random scores, on a fixed set of operators; best latency against the number of
+"""Tuning benchmark: MetaSchedule or Ansor on this machine's CPU with TVM's default XGBoost cost model,
+with tclm, and with random scores, on a fixed set of operators; best latency against the number of
 measurements and against wall time.
 
     python -m tclm.tune_bench --out out/tune-bench --workloads matmul-512 --models xgb,tclm,random \\
         --seeds 2 --trials 64
+    python -m tclm.tune_bench --scheduler ansor --tclm-model platinum.tclm ...   # in .venv-ansor (TVM 0.19)
 
 Every (workload, model, seed) run tunes with the same search settings (evolutionary search, the same
-population, LocalBuilder/LocalRunner on this machine) and logs each measurement with a measure
+population, the local builder and runner on this machine) and logs each measurement with a measure
 callback: tune.csv has one row per measured candidate (wall seconds since the run started, its mean
 run time in seconds, the best so far). summary.csv / summary.md give per workload and model, on the
 median-over-seeds curve of best latency against measurements (what tune.png draws), the final latency,
 the measurements needed to reach the XGBoost curve's final latency and the ratio of XGBoost's own
 measurements to that. A run is resumable: a finished run (its rows in runs/<name>.csv) is not repeated.
 
-Models: ``xgb`` (TVM's default, ``cost_model="xgb"``, needs the xgboost package), ``random``
-(``cost_model="random"``), ``tclm`` (:class:`tclm.metaschedule.TclmCostModel`, fine-tuned online on
-what it measured; ``--tclm-model`` gives it a starting model, e.g. one trained on MetaSchedule
-databases collected on this machine for other workloads).
+Models: ``xgb`` (TVM's default XGBoost model with its defaults, which score randomly until 100
+measurements arrived), ``xgb-wN`` (the same with N warm-up measurements instead of 100), ``random``,
+``tclm`` (MetaSchedule: :class:`tclm.metaschedule.TclmCostModel`; Ansor:
+:class:`tclm.ansor.TclmAnsorModel`; both fine-tuned online on what they measured; ``--tclm-model``
+gives the starting model: for MetaSchedule one trained on databases collected on this machine for
+other workloads, for Ansor one trained on public Ansor records of other CPUs).
 """
 
 from __future__ import annotations
@@ -66,8 +69,95 @@ def make_workload(name):
     return te.create_prim_func(getattr(te_workload, fn)(*args))
 
 
-def tune_one(workload, model_name, seed, trials, per_iter, population, work_dir, cores, tclm_model, rows_out,
-             mcpu="native"):
+def xgb_warmup(model_name):
+    """N of 'xgb-wN' (None for 'xgb': the tuner's default); ValueError for anything else."""
+    if model_name == "xgb":
+        return None
+    if model_name.startswith("xgb-w") and model_name[5:].isdigit():
+        return int(model_name[5:])
+    raise ValueError(model_name)
+
+
+def is_model_name(name):
+    if name in ("tclm", "random"):
+        return True
+    try:
+        xgb_warmup(name)
+        return True
+    except ValueError:
+        return False
+
+
+def best_rows(log, workload, model_name, seed, rows_out):
+    """Appends one tune.csv row per (wall seconds, latency) of `log`, with the best so far."""
+    best = float("inf")
+    for i, (wall, lat) in enumerate(log):
+        best = min(best, lat)
+        rows_out.append({"workload": workload, "model": model_name, "seed": seed, "trial": i + 1,
+                         "wall_seconds": f"{wall:.3f}", "latency_seconds": f"{lat:.9g}",
+                         "best_seconds": f"{best:.9g}"})
+
+
+def tune_one(scheduler, *args, **kwargs):
+    """One tuning run with `scheduler` ('metaschedule' or 'ansor'); see tune_one_metaschedule."""
+    return (tune_one_ansor if scheduler == "ansor" else tune_one_metaschedule)(*args, **kwargs)
+
+
+def tune_one_ansor(workload, model_name, seed, trials, per_iter, population, work_dir, cores, tclm_model, rows_out,
+                   mcpu="native"):
+    """One Ansor run (TVM 0.19 auto_scheduler, SketchPolicy): the same measurement settings as the
+    MetaSchedule runs (3 runs of at least 100 ms per measurement, builder with `cores` workers)."""
+    import tvm
+    from tvm import auto_scheduler
+
+    from ._ansor_workloads import FUNCTIONS
+
+    fn, wl_args = WORKLOADS[workload]
+    target = tvm.target.Target(llvm_target(cores, mcpu))
+    task = auto_scheduler.SearchTask(func=FUNCTIONS[fn], args=wl_args, target=target)
+    os.makedirs(work_dir, exist_ok=True)
+    t0 = time.time()
+    log = []
+
+    class Logger(auto_scheduler.measure.PythonBasedMeasureCallback):
+        def callback(self, policy, inputs, results):
+            now = time.time() - t0
+            for r in results:
+                secs = [float(getattr(x, "value", x)) for x in r.costs]
+                ok = int(r.error_no) == 0 and secs and all(0 < s < 1e9 for s in secs)
+                log.append((now, statistics.mean(secs) if ok else float("inf")))
+
+    tclm_cm = None
+    if model_name == "tclm":
+        from .ansor import TclmAnsorModel
+
+        if tclm_model is None:
+            raise ValueError("--scheduler ansor --models tclm needs --tclm-model (a model trained on Ansor records)")
+        tclm_cm = TclmAnsorModel(tclm_model, log_file=os.path.join(work_dir, "tclm-measured.json"), retrain=True,
+                                 work_dir=os.path.join(work_dir, "tclm"), min_new_records=per_iter,
+                                 max_train_share=0.25, epochs=100, seed=seed)
+        cost_model = tclm_cm
+    elif model_name == "random":
+        cost_model = auto_scheduler.RandomModel()
+    else:
+        warmup = xgb_warmup(model_name)
+        cost_model = auto_scheduler.XGBModel(seed=seed, verbose_eval=0, **(
+            {} if warmup is None else {"num_warmup_sample": warmup}))
+    opts = auto_scheduler.TuningOptions(
+        num_measure_trials=trials, num_measures_per_round=per_iter, verbose=0,
+        builder=auto_scheduler.LocalBuilder(n_parallel=cores, timeout=60),
+        runner=auto_scheduler.LocalRunner(number=3, repeat=1, min_repeat_ms=100, timeout=30),
+        measure_callbacks=[auto_scheduler.RecordToFile(os.path.join(work_dir, "ansor.json")), Logger()])
+    policy = auto_scheduler.SketchPolicy(task, program_cost_model=cost_model, seed=seed, verbose=0,
+                                         params={"evolutionary_search_population": population})
+    task.tune(opts, search_policy=policy)
+    best_rows(log, workload, model_name, seed, rows_out)
+    extra = tclm_cm.stats() if tclm_cm is not None else {}
+    return {"seconds": time.time() - t0, "measured": len(log), **extra}
+
+
+def tune_one_metaschedule(workload, model_name, seed, trials, per_iter, population, work_dir, cores, tclm_model,
+                          rows_out, mcpu="native"):
     import tvm
     from tvm.ir.utils import derived_object
     from tvm.target import Target
@@ -89,6 +179,8 @@ def tune_one(workload, model_name, seed, trials, per_iter, population, work_dir,
 
     cost_model = model_name
     tclm_cm = None
+    if model_name.startswith("xgb-w"):
+        cost_model = ms.cost_model.XGBModel(num_warmup_samples=xgb_warmup(model_name))
     if model_name == "tclm":
         from .metaschedule import TclmCostModel
 
@@ -102,12 +194,7 @@ def tune_one(workload, model_name, seed, trials, per_iter, population, work_dir,
         strategy=ms.search_strategy.EvolutionarySearch(population_size=population),
         runner=ms.runner.LocalRunner(timeout_sec=30),
         builder=ms.builder.LocalBuilder(max_workers=cores, timeout_sec=60), num_tuning_cores=cores, seed=seed)
-    best = float("inf")
-    for i, (wall, lat) in enumerate(log):
-        best = min(best, lat)
-        rows_out.append({"workload": workload, "model": model_name, "seed": seed, "trial": i + 1,
-                         "wall_seconds": f"{wall:.3f}", "latency_seconds": f"{lat:.9g}",
-                         "best_seconds": f"{best:.9g}"})
+    best_rows(log, workload, model_name, seed, rows_out)
     extra = tclm_cm.stats() if tclm_cm is not None else {}
     return {"seconds": time.time() - t0, "measured": len(log), **extra}
 
@@ -159,20 +246,29 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="out/tune-bench", help="output directory (tune.csv, summary.csv/md, runs/)")
     p.add_argument("--workloads", default="matmul-512", help="comma-separated: " + ", ".join(WORKLOADS))
-    p.add_argument("--models", default="xgb,tclm,random", help="comma-separated: xgb, tclm, random")
+    p.add_argument("--scheduler", default="metaschedule", choices=("metaschedule", "ansor"),
+                   help="TVM's auto-scheduler: metaschedule (apache-tvm, .venv-tvm) or ansor (TVM 0.19, .venv-ansor)")
+    p.add_argument("--models", default="xgb,tclm,random",
+                   help="comma-separated: xgb (the default XGBoost model: random scores until 100 measurements), "
+                        "xgb-wN (N warm-up measurements), tclm, random")
     p.add_argument("--seeds", type=int, default=2, help="seeds 0..N-1 per workload and model")
     p.add_argument("--trials", type=int, default=64, help="measured candidates per run (max_trials_global)")
     p.add_argument("--per-iter", type=int, default=16, help="candidates measured per search iteration")
     p.add_argument("--population", type=int, default=256, help="evolutionary search population")
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="target num-cores and builder workers")
-    p.add_argument("--tclm-model", default=None, help="starting tclm model (MetaSchedule trace encoding)")
+    p.add_argument("--tclm-model", default=None,
+                   help="starting tclm model: MetaSchedule trace encoding for metaschedule, Ansor step encoding "
+                        "for ansor (required there)")
     p.add_argument("--mcpu", default="native", help="LLVM CPU: 'native' (this machine's, the default), or a name "
                    "such as 'generic' (what docs/tuning.md's first results used)")
     a = p.parse_args(argv)
     models = [m for m in a.models.split(",") if m]
     for m in models:
-        if m not in ("xgb", "tclm", "random"):
-            p.error(f"--models: unknown model '{m}' (xgb, tclm, random)")
+        if not is_model_name(m):
+            p.error(f"--models: unknown model '{m}' (xgb, xgb-wN, tclm, random)")
+    if a.scheduler == "ansor" and "tclm" in models and not a.tclm_model:
+        p.error("--scheduler ansor --models tclm needs --tclm-model (a model trained on Ansor records, e.g. "
+                "tclm train -d platinum8358=../shared/data/tlcbench_platinum8358)")
     workloads = [w for w in a.workloads.split(",") if w]
     for w in workloads:
         if w not in WORKLOADS:
@@ -192,7 +288,7 @@ def main(argv=None):
                 work = os.path.join(a.out, "work", name)
                 # An interrupted run's databases would seed this one's search and training: start clean.
                 shutil.rmtree(work, ignore_errors=True)
-                stats = tune_one(wl, m, seed, a.trials, a.per_iter, a.population, work, a.cores, a.tclm_model, rows,
+                stats = tune_one(a.scheduler, wl, m, seed, a.trials, a.per_iter, a.population, work, a.cores, a.tclm_model, rows,
                                  a.mcpu)
                 tmp = run_csv + ".tmp"
                 with open(tmp, "w", newline="") as f:
