@@ -256,8 +256,9 @@ struct StudyOptions {
                     "Train every model with N seeds, --first-seed .. --first-seed + N - 1 (mean ± standard deviation)")
         ->check(CLI::Range(1, 100));
     cmd->add_option("--first-seed", first_seed,
-                    "First seed (default 0): e.g. --first-seed 1 --seeds 2 adds seeds 1 and 2 to an earlier seed-0 "
-                    "study, in another --out (or the same one with --resume)")
+                    "First seed (default 0): e.g. --first-seed 1 --seeds 2 trains seeds 1 and 2 only, for an earlier "
+                    "seed-0 study, into another --out (its table holds this run's seeds only; to extend one table, "
+                    "rerun with --seeds 3 --resume in the same --out)")
         ->check(CLI::Range(0, 1000000));
     cmd->add_option("--threads", train.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
     cmd->add_flag("--quiet", quiet, "No progress display");

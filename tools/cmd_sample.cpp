@@ -162,6 +162,8 @@ struct StudyRow {
   size_t measured = 0, pool = 0;
   RankingReport test;
   double select_seconds = 0, model_seconds = 0, train_seconds = 0;
+  int epochs = 0, best_epoch = 0;  // of the final model: epochs run, the one kept (by validation top-1)
+  double best_valid_top1 = 0;      // its validation top-1 (task mean)
 };
 
 std::string study_table(const std::vector<StudyRow>& rows) {
@@ -271,13 +273,14 @@ Command add_study_sampling_command(CLI::App& app) {
                    std::vector<StudyRow> rows;
                    std::string csv =
                        "sampler,rate,seed,measured,pool,top1,top5,top1_task_mean,top5_task_mean,pairwise,random_top1,"
-                       "random_top5,select_seconds,model_seconds,train_seconds\n";
+                       "random_top5,select_seconds,model_seconds,train_seconds,epochs,best_epoch,best_valid_top1\n";
                    auto add_row = [&](StudyRow r) {
-                     csv += fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{:.3f},{:.3f}\n",
-                                        r.sampler, r.rate, r.seed, r.measured, r.pool, r.test.top1.pooled,
-                                        r.test.top5.pooled, r.test.top1.task_mean, r.test.top5.task_mean, r.test.pairwise,
-                                        r.test.random_top1.pooled, r.test.random_top5.pooled, r.select_seconds,
-                                        r.model_seconds, r.train_seconds);
+                     csv += fmt::format(
+                         "{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{:.3f},{:.3f},{},{},{:.6f}\n",
+                         r.sampler, r.rate, r.seed, r.measured, r.pool, r.test.top1.pooled, r.test.top5.pooled,
+                         r.test.top1.task_mean, r.test.top5.task_mean, r.test.pairwise, r.test.random_top1.pooled,
+                         r.test.random_top5.pooled, r.select_seconds, r.model_seconds, r.train_seconds, r.epochs,
+                         r.best_epoch, r.best_valid_top1);
                      write_file_atomic(o->out + "/sampling.csv", csv);
                      if (!o->quiet) {
                        std::fprintf(stderr, "%-12s rate %5.3f seed %d: %zu of %zu programs, test top-1 %.4f top-5 %.4f\n",
@@ -293,6 +296,9 @@ Command add_study_sampling_command(CLI::App& app) {
                      const auto t0 = Clock::now();
                      TrainResult tr = train_cost_model(sub, split, to);
                      row->train_seconds = since(t0);
+                     row->epochs = static_cast<int>(tr.log.size());
+                     row->best_epoch = tr.best_epoch;
+                     row->best_valid_top1 = tr.best_valid_top1;
                      CostModel m = load_cost_model(tr.best, "model");
                      row->test = evaluate_rankings(d, split.test, [&](const std::vector<uint32_t>& p) {
                                    return predict_programs(m, d, p);

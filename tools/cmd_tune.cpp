@@ -38,17 +38,18 @@ std::string find_python(bool ansor) {
 }
 
 /// A command that runs `python -m <module> <arguments>` (every argument, --help included, is passed on).
+/// `ansor`: the module has `--scheduler ansor`, which runs in .venv-ansor.
 Command add_python_command(CLI::App& app, const std::string& name, const std::string& module,
-                           const std::string& description) {
-  auto* cmd = app.add_subcommand(name, description + " (runs python -m " + module +
-                                           " in $TCLM_PYTHON, or .venv-tvm (.venv-ansor with --scheduler ansor); tclm " +
-                                           name + " --help lists its options)");
+                           const std::string& description, bool ansor) {
+  auto* cmd = app.add_subcommand(name, description + " (runs python -m " + module + " in $TCLM_PYTHON, or .venv-tvm" +
+                                           (ansor ? " (.venv-ansor with --scheduler ansor)" : "") + "; tclm " + name +
+                                           " --help lists its options)");
   cmd->allow_extras();
   cmd->prefix_command();
   cmd->set_help_flag();  // --help goes to the Python module too
-  return Command{cmd, [cmd, name, module]() -> int {
+  return Command{cmd, [cmd, name, module, ansor]() -> int {
                    const std::vector<std::string> rest = cmd->remaining();
-                   const std::string python = find_python(wants_ansor(rest));
+                   const std::string python = find_python(ansor && wants_ansor(rest));
                    std::vector<std::string> args = {python, "-m", module};
                    for (const auto& a : rest) args.push_back(a);
                    std::vector<char*> argv;
@@ -68,13 +69,15 @@ Command add_python_command(CLI::App& app, const std::string& name, const std::st
 Command add_tune_bench_command(CLI::App& app) {
   return add_python_command(app, "tune-bench", "tclm.tune_bench",
                             "Tuning benchmark on this CPU: MetaSchedule (or Ansor, --scheduler ansor) with TVM's XGBoost "
-                            "model, with tclm and with random scores; best latency against measurements and wall time");
+                            "model, with tclm and with random scores; best latency against measurements and wall time",
+                            true);
 }
 
 Command add_collect_command(CLI::App& app) {
   return add_python_command(app, "collect", "tclm.collect",
                             "Collect measurements on this machine: TVM samples candidates, RDU picks --budget of "
-                            "them, TVM's local builder/runner measures them into MetaSchedule databases (resumable)");
+                            "them, TVM's local builder/runner measures them into MetaSchedule databases (resumable)",
+                            false);
 }
 
 }  // namespace tclm::cli

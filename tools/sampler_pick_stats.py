@@ -2,9 +2,10 @@
 """What each sampler's picks look like, before any model is trained on them (docs/sampler.md).
 
 For every task (workload key) of a directory of Ansor records with at least --min-programs valid
-programs, every sampler picks --fraction of the task's programs (one cold-start round, as
-tclm.select_samples does it: rdu = R + D, no uncertainty) from the pooled step features, for --seeds
-seeds; the picks are then compared with the task's true latencies:
+programs, every sampler picks --fraction of the task's programs in one cold-start round
+(tclm.select_samples without uncertainty: rdu = R + D; the study's RDU picks half of its budget this
+way from the training tasks, then the other half with uncertainty) from the pooled step features, for
+--seeds seeds; the picks are then compared with the task's true latencies:
 
   top10_share  share of the picks among the task's 10% fastest programs (random: 0.10 in expectation)
   top1_share   share of the picks among the task's 1% fastest programs (random: 0.01)
@@ -42,31 +43,37 @@ SAMPLERS = {
 METRICS = ["top10_share", "top1_share", "best_ratio", "spread", "shift"]
 
 
+def record_files(root):
+    """root itself when it is a file, else every file below it but notes (.md, .txt), sorted."""
+    if os.path.isfile(root):
+        return [root]
+    out = []
+    for dirpath, _, names in os.walk(root):
+        out += [os.path.join(dirpath, n) for n in names if not n.endswith((".md", ".txt"))]
+    return sorted(out)
+
+
 def read_tasks(root):
     """workload key -> [(record line, mean cost in seconds)] of the valid records under root; also the
-    number of lines skipped (not JSON, error_no != 0, no positive finite cost)."""
+    number of lines skipped (not JSON, error_no != 0, no positive finite cost, not UTF-8)."""
     tasks, skipped = {}, 0
-    for dirpath, _, names in os.walk(root):
-        for name in sorted(names):
-            path = os.path.join(dirpath, name)
-            if name.endswith((".md", ".txt")):
-                continue
-            opener = gzip.open if name.endswith(".gz") else open
-            with opener(path, "rt") as f:
-                for line in f:
-                    if not line.strip() or line.startswith("#"):
-                        continue
-                    try:
-                        rec = json.loads(line)
-                        costs = [float(c) for c in rec["r"][0]]
-                        ok = rec["r"][1] == 0 and costs and all(0 < c < 1e9 for c in costs)
-                        key = rec["i"][0][0]
-                    except (ValueError, KeyError, IndexError, TypeError):
-                        ok = False
-                    if not ok:
-                        skipped += 1
-                        continue
-                    tasks.setdefault(key, []).append((line.rstrip("\n"), float(np.mean(costs))))
+    for path in record_files(root):
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", errors="replace") as f:
+            for line in f:
+                if not line.strip() or line.startswith("#"):
+                    continue
+                try:
+                    rec = json.loads(line)
+                    costs = [float(c) for c in rec["r"][0]]
+                    ok = rec["r"][1] == 0 and costs and all(0 < c < 1e9 for c in costs)
+                    key = rec["i"][0][0]
+                except (ValueError, KeyError, IndexError, TypeError):
+                    ok = False
+                if not ok:
+                    skipped += 1
+                    continue
+                tasks.setdefault(key, []).append((line.rstrip("\n"), float(np.mean(costs))))
     return tasks, skipped
 
 
@@ -104,7 +111,11 @@ def main(argv=None):
     rows = []
     for key, recs in kept.items():
         lat = np.array([c for _, c in recs])
-        x, mask = tclm.featurize([line for line, _ in recs])
+        try:
+            x, mask = tclm.featurize([line for line, _ in recs])
+        except ValueError as e:  # one unreadable program: leave the task out, say which
+            print(f"task {key}: left out, its records cannot be featurized ({e})", file=sys.stderr)
+            continue
         points = tclm.pool_features(x, mask)
         budget = max(2, int(np.ceil(a.fraction * len(recs) - 1e-9)))
         for s in samplers:

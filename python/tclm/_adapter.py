@@ -11,6 +11,7 @@ since the tuner was created, so that training never dominates tuning.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from typing import List, Optional
@@ -82,7 +83,10 @@ class FineTuner:
             args += ["--max-steps", str(self.max_steps)]
         if model_path is not None:
             args += ["--init", model_path]
-        result = cli(args, check=False)
+        try:
+            result = cli(args, check=False)
+        except OSError as e:  # the tclm tool is missing or cannot run: a failed training, not a failed search
+            result = subprocess.CompletedProcess(args, 127, "", f"cannot run the tclm tool: {e}")
         seconds = time.time() - t0
         self.train_seconds += seconds
         entry = {"new_records": self.new_records, "seconds": seconds, "returncode": result.returncode}

@@ -107,14 +107,23 @@ def tune_one_ansor(workload, model_name, seed, trials, per_iter, population, wor
                    mcpu="native"):
     """One Ansor run (TVM 0.19 auto_scheduler, SketchPolicy): the same measurement settings as the
     MetaSchedule runs (3 runs of at least 100 ms per measurement, builder with `cores` workers)."""
+    import random as pyrandom
+
+    import numpy as np
     import tvm
     from tvm import auto_scheduler
 
     from ._ansor_workloads import FUNCTIONS
 
+    # RandomModel and XGBModel's warm-up scores draw from numpy's global generator.
+    np.random.seed(seed)
+    pyrandom.seed(seed)
     fn, wl_args = WORKLOADS[workload]
     target = tvm.target.Target(llvm_target(cores, mcpu))
-    task = auto_scheduler.SearchTask(func=FUNCTIONS[fn], args=wl_args, target=target)
+    # Ansor takes its core count from the runtime's thread pool, not from the target's num-cores
+    # (one core on a 2-vCPU machine): say it, as MetaSchedule reads it from the target.
+    task = auto_scheduler.SearchTask(func=FUNCTIONS[fn], args=wl_args, target=target,
+                                     hardware_params=auto_scheduler.HardwareParams(num_cores=cores, target=target))
     os.makedirs(work_dir, exist_ok=True)
     t0 = time.time()
     log = []
@@ -148,7 +157,8 @@ def tune_one_ansor(workload, model_name, seed, trials, per_iter, population, wor
         builder=auto_scheduler.LocalBuilder(n_parallel=cores, timeout=60),
         runner=auto_scheduler.LocalRunner(number=3, repeat=1, min_repeat_ms=100, timeout=30),
         measure_callbacks=[auto_scheduler.RecordToFile(os.path.join(work_dir, "ansor.json")), Logger()])
-    policy = auto_scheduler.SketchPolicy(task, program_cost_model=cost_model, seed=seed, verbose=0,
+    # SketchPolicy draws a random seed for a seed of 0 (`seed or random.randint(...)`): seed + 1.
+    policy = auto_scheduler.SketchPolicy(task, program_cost_model=cost_model, seed=seed + 1, verbose=0,
                                          params={"evolutionary_search_population": population})
     task.tune(opts, search_policy=policy)
     best_rows(log, workload, model_name, seed, rows_out)
@@ -179,8 +189,9 @@ def tune_one_metaschedule(workload, model_name, seed, trials, per_iter, populati
 
     cost_model = model_name
     tclm_cm = None
-    if model_name.startswith("xgb-w"):
-        cost_model = ms.cost_model.XGBModel(num_warmup_samples=xgb_warmup(model_name))
+    if model_name.startswith("xgb-w"):  # the XGBoost settings tune_tir gives cost_model="xgb"
+        cost_model = ms.cost_model.XGBModel(num_warmup_samples=xgb_warmup(model_name), num_tuning_cores=cores,
+                                            tree_method="auto")
     if model_name == "tclm":
         from .metaschedule import TclmCostModel
 
@@ -208,10 +219,19 @@ def median_curve(runs):
     return [statistics.median(float(r[t]["best_seconds"]) for r in runs) for t in range(n)]
 
 
+def reference_model(models):
+    """The XGBoost model the others are compared with: 'xgb' (TVM's default) if run, else the first
+    'xgb-wN'; None without any."""
+    if "xgb" in models:
+        return "xgb"
+    return next((m for m in models if m.startswith("xgb-w")), None)
+
+
 def summarize(rows, models):
     """Per workload and model, on the median-over-seeds curve of best latency against measurements
-    (what tune.png draws): its final value, the measurements it needs to reach the xgb curve's final
-    value ('-' if never), and the ratio of xgb's own measurements to that ('speed-up in measurements');
+    (what tune.png draws): its final value, the measurements it needs to reach the final value of the
+    XGBoost curve (reference_model: xgb, else the first xgb-wN; '-' if never), and the ratio of that
+    model's own measurements to that ('speed-up in measurements');
     plus how many seeds reach that latency on their own."""
     by = {}
     for r in rows:
@@ -223,14 +243,16 @@ def summarize(rows, models):
             runs = [sorted(v, key=lambda r: int(r["trial"])) for k, v in by.items() if k[0] == wl and k[1] == m]
             if runs:
                 curves[m] = (median_curve(runs), runs)
-        ref = curves["xgb"][0][-1] if "xgb" in curves else None
+        ref_model = reference_model(curves)
+        ref = curves[ref_model][0][-1] if ref_model else None
         first = {}
         for m, (curve, _) in curves.items():
             first[m] = next((t + 1 for t, v in enumerate(curve) if ref is not None and v <= ref), None)
         for m, (curve, runs) in curves.items():
             seeds_reaching = sum(1 for rr in runs if ref is not None and
                                  any(float(r["best_seconds"]) <= ref for r in rr))
-            speedup = (f"{first['xgb'] / first[m]:.2f}" if first.get("xgb") and first.get(m) else "-")
+            speedup = (f"{first[ref_model] / first[m]:.2f}" if ref_model and first.get(ref_model) and first.get(m)
+                       else "-")
             walls = [float(rr[-1]["wall_seconds"]) for rr in runs]
             out.append({"workload": wl, "model": m, "seeds": len(runs), "trials": len(curve),
                         "final_best_seconds": f"{curve[-1]:.6g}",
@@ -242,8 +264,9 @@ def summarize(rows, models):
 
 
 def main(argv=None):
+    # allow_abbrev=False: `tclm tune-bench` chooses the venv from the exact spelling of --scheduler.
     p = argparse.ArgumentParser(prog="tclm tune-bench", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("--out", default="out/tune-bench", help="output directory (tune.csv, summary.csv/md, runs/)")
     p.add_argument("--workloads", default="matmul-512", help="comma-separated: " + ", ".join(WORKLOADS))
     p.add_argument("--scheduler", default="metaschedule", choices=("metaschedule", "ansor"),
@@ -273,7 +296,30 @@ def main(argv=None):
     for w in workloads:
         if w not in WORKLOADS:
             p.error(f"--workloads: unknown workload '{w}' ({', '.join(WORKLOADS)})")
+    # The runner's thread pool: TVM's default is half the logical CPUs (1 on a 2-vCPU machine), which
+    # would run kernels built for --cores on fewer threads. The builder/runner workers inherit it.
+    os.environ.setdefault("TVM_NUM_THREADS", str(a.cores))
     os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
+    # One scheduler per --out: the run files are named by workload, model and seed only.
+    marker = os.path.join(a.out, "scheduler.txt")
+    if os.path.exists(marker):
+        with open(marker) as f:
+            earlier = f.read().strip()
+    else:  # runs made before the marker existed were MetaSchedule's
+        earlier = "metaschedule" if os.listdir(os.path.join(a.out, "runs")) else None
+        with open(marker, "w") as f:
+            f.write((earlier or a.scheduler) + "\n")
+    if earlier is not None and earlier != a.scheduler:
+        p.error(f"--out {a.out} holds {earlier} runs; give another --out for --scheduler {a.scheduler}")
+    try:
+        if a.scheduler == "ansor":
+            import tvm.auto_scheduler  # noqa: F401
+        else:
+            _ms()
+    except ImportError as e:
+        p.error(f"--scheduler {a.scheduler}: this Python ({sys.executable}) has no such TVM ({e}); "
+                + ("run it in .venv-ansor (scripts/setup-ansor.sh)" if a.scheduler == "ansor"
+                   else "run it in .venv-tvm (scripts/setup-python.sh)"))
     info = {}
     for wl in workloads:
         for seed in range(a.seeds):
