@@ -22,8 +22,12 @@ namespace tclm {
 
 namespace {
 
+int64_t warmup_steps(const TrainOptions& o, int64_t total) {
+  return std::max<int64_t>(1, static_cast<int64_t>(o.warmup_fraction * total));
+}
+
 double lr_at(const TrainOptions& o, int64_t step, int64_t total) {
-  const auto warm = std::max<int64_t>(1, static_cast<int64_t>(o.warmup_fraction * total));
+  const auto warm = warmup_steps(o, total);
   if (step < warm) return o.lr * static_cast<double>(step + 1) / static_cast<double>(warm);
   double p = static_cast<double>(step - warm) / std::max<double>(1.0, static_cast<double>(total - warm));
   p = std::min(1.0, p);
@@ -54,6 +58,14 @@ void check_finite(const torch::Tensor& loss, int epoch, int64_t step) {
 }
 
 }  // namespace
+
+int first_selectable_epoch(int64_t steps_per_epoch, int64_t total_steps, double warmup_fraction) {
+  TrainOptions o;
+  o.warmup_fraction = warmup_fraction;
+  const int64_t warm = warmup_steps(o, total_steps);
+  const int64_t spe = std::max<int64_t>(1, steps_per_epoch);
+  return static_cast<int>((warm + spe - 1) / spe);
+}
 
 void set_threads(int threads) {
   int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -258,7 +270,17 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
     // Better = higher validation top-1 (task mean); on a tie (a small validation set often saturates
     // at the same top-1) the higher pairwise accuracy decides, so training goes on while the
     // ranking below the first place still improves.
-    const bool better = e.valid_top1 > result.best_valid_top1 + 1e-9 ||
+    //
+    // An epoch that ends inside the learning-rate warm-up is kept only until the first epoch after it:
+    // with a small validation set (a sampled budget: 10% of a few tasks) a barely trained model's
+    // top-1 is often high by luck, and keeping it (and stopping `patience` epochs later) made some
+    // 10% runs score below a random ranking (docs/sampler.md).
+    const bool selectable = epoch >= first_selectable_epoch(steps_per_epoch, total_steps, o.warmup_fraction);
+    const bool best_selectable =
+        result.best_epoch > 0 &&
+        result.best_epoch >= first_selectable_epoch(steps_per_epoch, total_steps, o.warmup_fraction);
+    const bool better = result.best_epoch == 0 || (selectable && !best_selectable) ||
+                        e.valid_top1 > result.best_valid_top1 + 1e-9 ||
                         (e.valid_top1 > result.best_valid_top1 - 1e-9 && e.valid_pairwise > st.best_pairwise + 1e-6);
     if (better) {
       st.best_pairwise = e.valid_pairwise;

@@ -74,6 +74,13 @@ struct TrainResult {
 
 TrainResult train_cost_model(const Dataset& data, const Split& split, const TrainOptions& options);
 
+/// The first epoch whose model train_cost_model may keep as the best one: the first that ends at or
+/// after the learning-rate warm-up (max(1, floor(warmup_fraction * total_steps)) steps). Earlier
+/// epochs are kept only until it is reached (a barely trained model's validation top-1 on a small
+/// validation set is often high by luck). E.g. 7 steps per epoch, 406 steps, warm-up 0.05: warm-up
+/// 20 steps, first selectable epoch 3.
+int first_selectable_epoch(int64_t steps_per_epoch, int64_t total_steps, double warmup_fraction);
+
 /// The untrained model `options` describe (kind, hyper-parameters, n_features of the encoding),
 /// initialised from torch's current seed.
 /// n_platforms: heads of a multi-platform model (model_kind "mamba-mtl"); ignored otherwise.

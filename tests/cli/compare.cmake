@@ -31,12 +31,15 @@ endif()
 # --first-seed: seeds 2..2 only (adding seeds to an earlier study): one run, in xgboost-s2, its CSV row seed 2.
 execute_process(COMMAND ${TCLM} compare -d k80=${DATA} --models xgboost --first-seed 2 --seeds 1 --quiet
                 -o ${OUT}/compare-s2 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "compare --first-seed 2 --seeds 1 failed (${rc}): ${err}")
+endif()
 file(STRINGS ${OUT}/compare-s2/compare.csv s2_lines)
 list(LENGTH s2_lines n_s2)
 list(GET s2_lines -1 s2_row)
-if(NOT rc EQUAL 0 OR NOT n_s2 EQUAL 2 OR NOT s2_row MATCHES "^xgboost,2," OR NOT EXISTS ${OUT}/compare-s2/xgboost-s2
+if(NOT n_s2 EQUAL 2 OR NOT s2_row MATCHES "^xgboost,2," OR NOT EXISTS ${OUT}/compare-s2/xgboost-s2
    OR EXISTS ${OUT}/compare-s2/xgboost-s0)
-  message(FATAL_ERROR "compare --first-seed 2 --seeds 1 (rc ${rc}) did not run seed 2 alone:\n${err}\n${s2_lines}")
+  message(FATAL_ERROR "compare --first-seed 2 --seeds 1 did not run seed 2 alone:\n${err}\n${s2_lines}")
 endif()
 file(WRITE ${OUT}/grid.json "{\"base\": {\"d_model\": 16}, \"vary\": {\"d_conv\": [2, 4]}}")
 execute_process(COMMAND ${TCLM} sweep -d k80=${DATA} --grid ${OUT}/grid.json --epochs 1 --quiet -o ${OUT}/sweep

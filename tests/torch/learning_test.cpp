@@ -85,3 +85,31 @@ TEST(Learning, DivergedTrainingStopsWithAClearError) {
     EXPECT_NE(msg.find("lower --lr"), std::string::npos) << msg;
   }
 }
+
+// The best-model choice skips epochs inside the learning-rate warm-up (trainer.h,
+// first_selectable_epoch): hand-computed boundaries, then a run whose epochs all score the same
+// (lr 1e-30: Adam moves no float32 weight), where a tie keeps the earliest selectable epoch.
+TEST(Learning, BestModelIsNeverAWarmUpEpoch) {
+  EXPECT_EQ(first_selectable_epoch(7, 406, 0.05), 3);   // warm-up floor(20.3) = 20 steps: epoch 3 ends at 21
+  EXPECT_EQ(first_selectable_epoch(90, 540, 0.05), 1);  // warm-up 27 steps, inside the first epoch
+  EXPECT_EQ(first_selectable_epoch(10, 30, 0.0), 1);    // no warm-up: max(1, 0) = 1 step
+  EXPECT_EQ(first_selectable_epoch(10, 30, 0.99), 3);   // 29 steps of warm-up: only the last epoch
+  EXPECT_EQ(first_selectable_epoch(10, 40, 0.5), 2);    // warm-up ends exactly with epoch 2
+
+  Dataset d = Dataset::load({DataSource::parse("k80=" + test::source_dir() + "/data/records/k80/pooling")}, LoadOptions{});
+  SplitOptions so;
+  so.test_fraction = 0.2;
+  Split s = make_split(d, so);
+  for (const auto& [warmup, want] : std::vector<std::pair<double, int>>{{0.99, 3}, {0.0, 1}}) {
+    TrainOptions o;
+    o.epochs = 3;
+    o.patience = 3;
+    o.progress = false;
+    o.lr = 1e-30;
+    o.warmup_fraction = warmup;
+    TrainResult r = train_cost_model(d, s, o);
+    ASSERT_EQ(r.log.size(), 3u);
+    EXPECT_EQ(r.log[0].valid_top1, r.log[2].valid_top1) << "the epochs were meant to tie";
+    EXPECT_EQ(r.best_epoch, want) << "warm-up fraction " << warmup;
+  }
+}
