@@ -275,10 +275,9 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
     // with a small validation set (a sampled budget: 10% of a few tasks) a barely trained model's
     // top-1 is often high by luck, and keeping it (and stopping `patience` epochs later) made some
     // 10% runs score below a random ranking (docs/sampler.md).
-    const bool selectable = epoch >= first_selectable_epoch(steps_per_epoch, total_steps, o.warmup_fraction);
-    const bool best_selectable =
-        result.best_epoch > 0 &&
-        result.best_epoch >= first_selectable_epoch(steps_per_epoch, total_steps, o.warmup_fraction);
+    const int first_selectable = first_selectable_epoch(steps_per_epoch, total_steps, o.warmup_fraction);
+    const bool selectable = epoch >= first_selectable;
+    const bool best_selectable = result.best_epoch >= first_selectable;  // first_selectable >= 1
     const bool better = result.best_epoch == 0 || (selectable && !best_selectable) ||
                         e.valid_top1 > result.best_valid_top1 + 1e-9 ||
                         (e.valid_top1 > result.best_valid_top1 - 1e-9 && e.valid_pairwise > st.best_pairwise + 1e-6);
