@@ -93,7 +93,6 @@ class TclmAnsorModel(_BaseModel):  # type: ignore[misc, valid-type]
         self.max_steps = max_steps
         self._load_engine(model_path)
         self.log_file = log_file
-        self.retrain = retrain
         self.tuner = None
         if retrain:
             work_dir = os.path.abspath(work_dir or os.path.dirname(os.path.abspath(log_file)))
