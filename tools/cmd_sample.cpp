@@ -9,6 +9,8 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
+#include <tuple>
 #include <unistd.h>
 
 #include "cli_common.h"
@@ -166,7 +168,9 @@ struct StudyRow {
   double best_valid_top1 = 0;      // its validation top-1 (task mean)
 };
 
-std::string study_table(const std::vector<StudyRow>& rows) {
+// `random`: the test tasks' report of any scorer (its random_* fields: the exact expectation of a
+// random ranking, which the rows read back by --resume do not all carry).
+std::string study_table(const std::vector<StudyRow>& rows, const RankingReport& random) {
   // mean ± std of top-1 (pooled) per sampler and rate
   std::vector<double> rates;
   std::vector<std::string> samplers;
@@ -200,22 +204,96 @@ std::string study_table(const std::vector<StudyRow>& rows) {
       out += "| " + s + " |";
       for (double r : rates) {
         const auto it = cell.find({s, r});
-        out += " " + (it == cell.end() ? std::string("") : fmt_cell(it->second, [&](const StudyRow& x) {
-          return metric == "top-1" ? x.test.top1.pooled
-                 : metric == "top-5" ? x.test.top5.pooled
-                                     : x.test.top1.task_mean;
-        })) + " |";
+        const std::string value = it == cell.end() ? std::string() : fmt_cell(it->second, [&](const StudyRow& x) {
+          return metric == "top-1" ? x.test.top1.pooled : metric == "top-5" ? x.test.top5.pooled : x.test.top1.task_mean;
+        });
+        out += fmt::format(" {} |", value);
       }
       out += "\n";
     }
   }
-  if (!rows.empty()) {
-    out += fmt::format(
-        "\nrandom ranking of the test tasks (exact expectation): top-1 {:.3f}, top-1 task mean {:.3f}, top-5 {:.3f}\n",
-        rows.front().test.random_top1.pooled, rows.front().test.random_top1.task_mean,
-        rows.front().test.random_top5.pooled);
-  }
+  out += fmt::format(
+      "\nrandom ranking of the test tasks (exact expectation): top-1 {:.3f}, top-1 task mean {:.3f}, top-5 {:.3f}\n",
+      random.random_top1.pooled, random.random_top1.task_mean, random.random_top5.pooled);
   return out;
+}
+
+// The version of the study's runs, recorded in study_options.txt: 2 = the trainer never keeps a
+// warm-up epoch as the best model (2026-12-01).
+constexpr int kStudyVersion = 2;
+
+constexpr const char* kStudyCsvHeader =
+    "sampler,rate,seed,measured,pool,top1,top5,top1_task_mean,top5_task_mean,pairwise,random_top1,"
+    "random_top5,select_seconds,model_seconds,train_seconds,epochs,best_epoch,best_valid_top1";
+
+// A whole CSV field as a number (std::invalid_argument otherwise).
+double parse_csv_number(const std::string& s) {
+  size_t used = 0;
+  const double v = std::stod(s, &used);
+  if (used != s.size()) throw std::invalid_argument(s);
+  return v;
+}
+
+// Rows of an earlier run's sampling.csv (--resume). A file of another header (another tclm version)
+// or a malformed row is an error naming the file and line: the study's table would otherwise mix
+// runs silently.
+std::vector<StudyRow> read_study_csv(const std::string& path) {
+  const std::string text = read_file(path);
+  std::vector<StudyRow> rows;
+  size_t pos = 0;
+  int line_no = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (line_no == 1) {
+      if (line != kStudyCsvHeader)
+        throw Error(fmt::format("{}:1: not a sampling.csv with this tclm's columns (header '{}'); move it away or "
+                                "drop --resume", path, line));
+      continue;
+    }
+    if (line.empty()) continue;
+    std::vector<std::string> f;
+    size_t a = 0;
+    for (size_t b; (b = line.find(',', a)) != std::string::npos; a = b + 1) f.push_back(line.substr(a, b - a));
+    f.push_back(line.substr(a));
+    auto bad = [&](const std::string& why) { return Error(fmt::format("{}:{}: {}: '{}'", path, line_no, why, line)); };
+    if (f.size() != 18) throw bad(fmt::format("{} fields, expected 18", f.size()));
+    StudyRow r;
+    try {
+      const auto num = parse_csv_number;
+      auto count = [](const std::string& s) {
+        const double v = parse_csv_number(s);
+        if (!(v >= 0 && v == std::floor(v) && v < 9e15)) throw std::invalid_argument(s);
+        return v;
+      };
+      r.sampler = f[0];
+      r.rate = num(f[1]);
+      r.seed = static_cast<int>(count(f[2]));
+      r.measured = static_cast<size_t>(count(f[3]));
+      r.pool = static_cast<size_t>(count(f[4]));
+      r.test.top1.pooled = num(f[5]);
+      r.test.top5.pooled = num(f[6]);
+      r.test.top1.task_mean = num(f[7]);
+      r.test.top5.task_mean = num(f[8]);
+      r.test.pairwise = num(f[9]);
+      r.test.random_top1.pooled = num(f[10]);
+      r.test.random_top5.pooled = num(f[11]);
+      r.select_seconds = num(f[12]);
+      r.model_seconds = num(f[13]);
+      r.train_seconds = num(f[14]);
+      r.epochs = static_cast<int>(count(f[15]));
+      r.best_epoch = static_cast<int>(count(f[16]));
+      r.best_valid_top1 = num(f[17]);
+    } catch (const std::exception&) {
+      throw bad("not a number where one is expected");
+    }
+    if (r.sampler.empty() || !(r.rate > 0 && r.rate <= 1)) throw bad("no sampler or a rate outside (0, 1]");
+    rows.push_back(std::move(r));
+  }
+  return rows;
 }
 
 }  // namespace
@@ -225,7 +303,10 @@ Command add_study_sampling_command(CLI::App& app) {
       "study-sampling",
       "Sampler study (the paper's Fig. 7 / Table 4): for every sampler, sampling rate and seed, pick that fraction "
       "of every training task's programs (labels hidden until picked), train the cost model on the picks and "
-      "evaluate top-1/top-5 on the held-out test tasks. Writes sampling.csv, sampling.md, sampling.png");
+      "evaluate top-1/top-5 on the held-out test tasks. Writes sampling.csv (one row per run), test_tasks.csv (one "
+      "row per run and test task), sampling.md and sampling.png");
+  // Record every option's value, defaults included (study_options.txt, checked by --resume).
+  cmd->option_defaults()->always_capture_default();
   struct Opts {
     DataOptions data;
     TrainOptions train;
@@ -233,7 +314,7 @@ Command add_study_sampling_command(CLI::App& app) {
     std::string out = "out/study-sampling", samplers = "random,rdu,kcenter,uncertainty,balto",
                 rates = "0.05,0.1,0.2,0.5,1";
     int seeds = 3;
-    bool quiet = false;
+    bool quiet = false, resume = false;
   };
   auto o = std::make_shared<Opts>();
   o->train.epochs = 12;
@@ -251,8 +332,13 @@ Command add_study_sampling_command(CLI::App& app) {
       ->check(CLI::Range(0, 100000000));
   cmd->add_option("--threads", o->train.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
   cmd->add_flag("--quiet", o->quiet, "No progress display");
+  cmd->add_flag("--resume", o->resume,
+                "Keep the rows of the sampling.csv already in --out (an earlier or interrupted run on the same data "
+                "and split) and run only the (sampler, rate, seed) runs it lacks: e.g. rerun with --seeds 5 after "
+                "--seeds 3 to add seeds 3 and 4. The sampler and training options are not recorded in the CSV: resume "
+                "only with the same ones");
   add_sampler_options(cmd, &o->a, true);
-  return Command{cmd, [o]() {
+  return Command{cmd, [o, cmd]() {
                    std::vector<SampleMethod> methods;
                    for (const auto& s : split_list(o->samplers)) methods.push_back(parse_sample_method(s));
                    std::vector<double> rates;
@@ -270,18 +356,91 @@ Command add_study_sampling_command(CLI::App& app) {
                    size_t pool_size = 0;
                    for (uint32_t t : pool_tasks) pool_size += d.tasks()[t].programs.size();
 
+                   // The random ranking's expectation does not depend on the scores; kept rows must
+                   // have the same (the same test tasks).
+                   const RankingReport random = evaluate_rankings(d, split.test, [](const std::vector<uint32_t>& p) {
+                                                  return std::vector<float>(p.size(), 0.0f);
+                                                }).back();
+                   // study_options.txt: every option that changes a run's result, and the version of the
+                   // study's training (bumped when a change makes earlier rows incomparable).
+                   // --resume refuses rows written under other options.
+                   const std::string options_path = o->out + "/study_options.txt";
+                   std::string options_text = fmt::format("study_version={}\n", kStudyVersion);
+                   {
+                     const std::string all = cmd->config_to_str(true, false);
+                     for (size_t a = 0, b; a < all.size(); a = b + 1) {
+                       b = all.find('\n', a);
+                       if (b == std::string::npos) b = all.size();
+                       const std::string line = all.substr(a, b - a);
+                       const std::string key = line.substr(0, line.find('='));
+                       static const std::set<std::string> kRunLists = {"seeds", "rates", "samplers", "resume", "quiet",
+                                                                       "threads", "out", "cache-dir", "help"};
+                       if (!line.empty() && !kRunLists.count(key)) options_text += line + "\n";
+                     }
+                   }
+
                    std::vector<StudyRow> rows;
-                   std::string csv =
-                       "sampler,rate,seed,measured,pool,top1,top5,top1_task_mean,top5_task_mean,pairwise,random_top1,"
-                       "random_top5,select_seconds,model_seconds,train_seconds,epochs,best_epoch,best_valid_top1\n";
-                   auto add_row = [&](StudyRow r) {
+                   std::string csv = std::string(kStudyCsvHeader) + "\n";
+                   auto append_csv = [&](const StudyRow& r) {
                      csv += fmt::format(
                          "{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.3f},{:.3f},{:.3f},{},{},{:.6f}\n",
                          r.sampler, r.rate, r.seed, r.measured, r.pool, r.test.top1.pooled, r.test.top5.pooled,
                          r.test.top1.task_mean, r.test.top5.task_mean, r.test.pairwise, r.test.random_top1.pooled,
                          r.test.random_top5.pooled, r.select_seconds, r.model_seconds, r.train_seconds, r.epochs,
                          r.best_epoch, r.best_valid_top1);
-                     write_file_atomic(o->out + "/sampling.csv", csv);
+                   };
+                   // --resume: the runs already in sampling.csv are kept, not repeated.
+                   std::set<std::tuple<std::string, double, int>> done;
+                   const std::string csv_path = o->out + "/sampling.csv";
+                   if (o->resume && std::filesystem::exists(csv_path)) {
+                     if (!std::filesystem::exists(options_path))
+                       throw Error(fmt::format("{}: no {} beside it (written by an older tclm), so its options cannot "
+                                               "be checked; use another --out", csv_path, options_path));
+                     const std::string old_options = read_file(options_path);
+                     if (old_options != options_text) {
+                       std::string diff;
+                       auto lines_of = [](const std::string& t) {
+                         std::set<std::string> out;
+                         for (size_t a = 0, b; a < t.size(); a = b + 1) {
+                           b = t.find('\n', a);
+                           if (b == std::string::npos) b = t.size();
+                           if (b > a) out.insert(t.substr(a, b - a));
+                         }
+                         return out;
+                       };
+                       const auto was = lines_of(old_options), now = lines_of(options_text);
+                       for (const auto& l : was)
+                         if (!now.count(l)) diff += "  was: " + l + "\n";
+                       for (const auto& l : now)
+                         if (!was.count(l)) diff += "  now: " + l + "\n";
+                       throw Error(fmt::format("{}: the study in {} ran with other options; resume only with the same "
+                                               "ones, or use another --out:\n{}", options_path, o->out, diff));
+                     }
+                     for (StudyRow& r : read_study_csv(csv_path)) {
+                       if (r.pool != pool_size)
+                         throw Error(fmt::format("{}: its runs picked from a pool of {} programs, this run's pool has "
+                                                 "{}: other data or another split; use another --out",
+                                                 csv_path, r.pool, pool_size));
+                       if (std::abs(r.test.random_top1.pooled - random.random_top1.pooled) > 2e-6 ||
+                           std::abs(r.test.random_top5.pooled - random.random_top5.pooled) > 2e-6)
+                         throw Error(fmt::format("{}: run {} rate {:g} seed {} was evaluated on other test tasks (a "
+                                                 "random ranking scores {:.6f} there, {:.6f} here): other data or "
+                                                 "another split; use another --out", csv_path, r.sampler, r.rate,
+                                                 r.seed, r.test.random_top1.pooled, random.random_top1.pooled));
+                       if (!done.insert({r.sampler, r.rate, r.seed}).second)
+                         throw Error(fmt::format("{}: run {} rate {:g} seed {} appears twice", csv_path, r.sampler,
+                                                 r.rate, r.seed));
+                       append_csv(r);
+                       rows.push_back(std::move(r));
+                     }
+                     std::fprintf(stderr, "resume: %zu runs kept from %s\n", rows.size(), csv_path.c_str());
+                   }
+                   const size_t kept = rows.size();
+                   write_file_atomic(options_path, options_text);
+                   auto add_row = [&](StudyRow r) {
+                     done.insert({r.sampler, r.rate, r.seed});  // a run listed twice on the command line runs once
+                     append_csv(r);
+                     write_file_atomic(csv_path, csv);
                      if (!o->quiet) {
                        std::fprintf(stderr, "%-12s rate %5.3f seed %d: %zu of %zu programs, test top-1 %.4f top-5 %.4f\n",
                                     r.sampler.c_str(), r.rate, r.seed, r.measured, r.pool, r.test.top1.pooled,
@@ -289,6 +448,49 @@ Command add_study_sampling_command(CLI::App& app) {
                      }
                      rows.push_back(std::move(r));
                    };
+                   // test_tasks.csv: every run's per-task results (which workloads decide the pooled score).
+                   const std::string tasks_path = o->out + "/test_tasks.csv";
+                   const std::string per_task_header = per_task_csv({});
+                   std::string tasks_csv = "sampler,rate,seed," + per_task_header;
+                   if (o->resume && std::filesystem::exists(tasks_path)) {
+                     // Keep the rows of the runs kept from sampling.csv (a run killed between the two
+                     // files is run again, and its rows must not appear twice).
+                     const std::string old = read_file(tasks_path);
+                     if (old.compare(0, tasks_csv.size(), tasks_csv) != 0)
+                       throw Error(tasks_path + ":1: not a test_tasks.csv of this tclm version; move it away or drop "
+                                   "--resume");
+                     std::set<std::tuple<std::string, double, int>> with_rows;
+                     int line_no = 1;
+                     for (size_t a = tasks_csv.size(), b; a < old.size(); a = b + 1) {
+                       b = old.find('\n', a);
+                       if (b == std::string::npos) b = old.size();
+                       const std::string line = old.substr(a, b - a);
+                       ++line_no;
+                       if (line.empty()) continue;
+                       const size_t c1 = line.find(','), c2 = line.find(',', c1 + 1), c3 = line.find(',', c2 + 1);
+                       std::tuple<std::string, double, int> key;
+                       try {
+                         if (c3 == std::string::npos) throw std::invalid_argument(line);
+                         const double seed = parse_csv_number(line.substr(c2 + 1, c3 - c2 - 1));
+                         if (!(seed >= 0 && seed == std::floor(seed))) throw std::invalid_argument(line);
+                         key = {line.substr(0, c1), parse_csv_number(line.substr(c1 + 1, c2 - c1 - 1)),
+                                static_cast<int>(seed)};
+                       } catch (const std::exception&) {
+                         throw Error(fmt::format("{}:{}: not a sampler,rate,seed,... row: '{}'", tasks_path, line_no,
+                                                 line));
+                       }
+                       if (done.count(key)) {  // rows of a run not in sampling.csv (killed before it) are dropped
+                         tasks_csv += line + "\n";
+                         with_rows.insert(key);
+                       }
+                     }
+                     if (with_rows.size() < done.size())
+                       std::fprintf(stderr, "resume: %zu of the %zu kept runs have no rows in %s\n",
+                                    done.size() - with_rows.size(), done.size(), tasks_path.c_str());
+                   } else if (!done.empty()) {
+                     std::fprintf(stderr, "resume: no %s: the %zu kept runs have no per-task rows\n", tasks_path.c_str(),
+                                  done.size());
+                   }
                    auto train_eval = [&](const Dataset& sub, int seed, StudyRow* row) {
                      TrainOptions to = o->train;
                      to.seed = static_cast<uint64_t>(seed);
@@ -300,19 +502,29 @@ Command add_study_sampling_command(CLI::App& app) {
                      row->best_epoch = tr.best_epoch;
                      row->best_valid_top1 = tr.best_valid_top1;
                      CostModel m = load_cost_model(tr.best, "model");
+                     std::vector<TaskResult> per_task;
                      row->test = evaluate_rankings(d, split.test, [&](const std::vector<uint32_t>& p) {
                                    return predict_programs(m, d, p);
-                                 }).back();
+                                 }, &per_task).back();
+                     const std::string body = per_task_csv(per_task).substr(per_task_header.size());
+                     for (size_t a = 0, b; a < body.size(); a = b + 1) {
+                       b = body.find('\n', a);
+                       if (b == std::string::npos) b = body.size();
+                       tasks_csv += fmt::format("{},{},{},", row->sampler, row->rate, seed) + body.substr(a, b - a) + "\n";
+                     }
+                     write_file_atomic(tasks_path, tasks_csv);
                    };
                    for (int seed = 0; seed < o->seeds; ++seed) {
                      for (double rate : rates) {
                        if (rate >= 1.0) {  // all data: the same for every sampler
+                         if (done.count({"all", 1.0, seed})) continue;
                          StudyRow row{"all", 1.0, seed, pool_size, pool_size};
                          train_eval(d, seed, &row);
                          add_row(std::move(row));
                          continue;
                        }
                        for (SampleMethod m : methods) {
+                         if (done.count({sample_method_name(m), rate, seed})) continue;
                          ActiveSamplingOptions a = o->a;
                          a.sampler.method = m;
                          a.sampler.seed = static_cast<uint64_t>(seed);
@@ -331,7 +543,12 @@ Command add_study_sampling_command(CLI::App& app) {
                        }
                      }
                    }
-                   const std::string table = study_table(rows);
+                   if (rows.size() == kept) {  // nothing new: the files as read (less rows of unfinished runs)
+                     write_file_atomic(csv_path, csv);
+                     write_file_atomic(tasks_path, tasks_csv);
+                   }
+                   if (o->resume) std::fprintf(stderr, "resume: %zu runs kept, %zu run now\n", kept, rows.size() - kept);
+                   const std::string table = study_table(rows, random);
                    write_file_atomic(o->out + "/sampling.md", table);
                    plot_csv("sampling", o->out + "/sampling.csv", o->out + "/sampling.png");
                    std::cout << table << "results: " << o->out << "/sampling.{csv,md,png}\n";

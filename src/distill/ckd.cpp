@@ -185,6 +185,38 @@ double KnowledgeBase::fisher_mean() const {
   return n ? s / static_cast<double>(n) : 0.0;
 }
 
+std::vector<torch::Tensor> list_fisher(MambaCostModel& model, const Dataset& data, const std::vector<Batch>& batches,
+                                       int group_size) {
+  const auto params = model->parameters();
+  std::vector<torch::Tensor> f;
+  for (const auto& p : params) f.push_back(torch::zeros_like(p));
+  int64_t lists = 0;
+  for (const auto& b : batches) {
+    for (const auto& g : b.groups) {
+      Batch one;
+      one.groups.push_back(g);
+      const BatchTensors bt = to_tensors(data, one, group_size);
+      // A list whose programs all have the same label has no pair: no loss, no sample of the
+      // likelihood (a batch's loss leaves it out of its mean too).
+      const auto labels = bt.labels.masked_select(bt.label_mask > 0);
+      if (labels.numel() < 2 || (labels.max() - labels.min()).item<float>() <= 0.0f) continue;
+      model->zero_grad();
+      lambdarank_loss(bt.to_grid(model->forward(bt.x, bt.mask)), bt.labels, bt.label_mask).backward();
+      torch::NoGradGuard ng;
+      for (size_t i = 0; i < params.size(); ++i) {
+        if (params[i].grad().defined()) f[i] += params[i].grad().pow(2);
+      }
+      ++lists;
+    }
+  }
+  model->zero_grad();
+  if (lists > 0) {
+    torch::NoGradGuard ng;
+    for (auto& t : f) t /= static_cast<double>(lists);
+  }
+  return f;
+}
+
 struct CkdTrainer {
   static CkdPhaseLog learn(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
@@ -281,23 +313,12 @@ struct CkdTrainer {
     log.kd_valid_top1 = fit(kd, data, train_tasks, valid_tasks, o, rng, &log.kb_valid_top1);
     log.seconds_kd = since(t0);
 
-    // ---- Fisher information of the KB on this platform (empirical, per batch), accumulated.
+    // ---- Fisher information of the KB on this platform (empirical, per ranking list), accumulated.
     t0 = Clock::now();
     const auto params = model->parameters();
-    std::vector<torch::Tensor> f_t;
-    for (const auto& p : params) f_t.push_back(torch::zeros_like(p));
     model->eval();
-    auto batches = make_batches(data, train_tasks, o.batch_size, o.group_size, rng);
-    for (const auto& b : batches) {
-      BatchTensors bt = to_tensors(data, b, o.group_size);
-      model->zero_grad();
-      lambdarank_loss(bt.to_grid(model->forward(bt.x, bt.mask)), bt.labels, bt.label_mask).backward();
-      torch::NoGradGuard ng;
-      for (size_t i = 0; i < params.size(); ++i) {
-        if (params[i].grad().defined()) f_t[i] += params[i].grad().pow(2) / static_cast<double>(batches.size());
-      }
-    }
-    model->zero_grad();
+    std::vector<torch::Tensor> f_t =
+        list_fisher(model, data, make_batches(data, train_tasks, o.batch_size, o.group_size, rng), o.group_size);
     {
       torch::NoGradGuard ng;
       if (kb.fisher_.empty()) {

@@ -23,8 +23,9 @@
 //   KD    the AC is frozen; the KB is trained to match it:
 //           L = ListwiseKD(KB <- AC) + kd_task_weight * LambdaRank(KB) + lambda * sum_j F_j (theta_j - theta*_j)^2
 //   EWC   after KD, the diagonal (empirical) Fisher information of the KB on t's data,
-//         F_t = mean over batches of (d LambdaRank / d theta)^2, is accumulated: F <- fisher_gamma * F + F_t,
-//         and the anchors theta* become the KB's current parameters.
+//         F_t = mean over ranking lists of (d LambdaRank_list / d theta)^2 (list_fisher below), is
+//         accumulated: F <- fisher_gamma * F + F_t, and the anchors theta* become the KB's current
+//         parameters.
 // Both phases: Adam, step decay x lr_gamma every lr_step epochs, batches of whole task groups of one
 // platform, at least min_steps optimizer steps (more epochs on a small budget), the best epoch on the
 // platform's validation tasks kept.
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "model/mamba.h"
+#include "train/batches.h"
 #include "tclm/dataset.h"
 #include "tclm/evaluation.h"
 
@@ -76,6 +78,17 @@ class ActiveColumnImpl : public torch::nn::Module {
   MambaCostModel frozen_kb_{nullptr};  // not a registered submodule: never trained, never exported
 };
 TORCH_MODULE(ActiveColumn);
+
+/// Diagonal empirical Fisher information of `model` over ranking lists, for EWC (Kirkpatrick et al.
+/// 2017, with one ranking list as the sample): F_j = mean over lists l of (d LambdaRank_l / d theta_j)^2,
+/// one list being one group of a task's programs in `batches` (every group of every batch, each
+/// scored alone; a list whose programs all have the same label has no pair and is left out).
+/// Squaring a whole batch's gradient instead (the mean over its T lists) gives (mean g)^2 <=
+/// mean g^2 (Jensen): about T times less when the lists' gradients are independent with mean zero
+/// (near a minimum), arbitrarily less when they cancel.
+/// Returns tensors aligned with model->parameters(); the model's gradients are left zero.
+std::vector<torch::Tensor> list_fisher(MambaCostModel& model, const Dataset& data, const std::vector<Batch>& batches,
+                                       int group_size);
 
 /// What is carried from platform to platform.
 class KnowledgeBase {

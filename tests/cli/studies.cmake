@@ -36,6 +36,60 @@ endif()
 run(study-sampling -d k80=${DATA}/k80/pooling --rates 0.5,1 --samplers rdu,random --seeds 1 --epochs 1 --min-steps 0
     --test-fraction 0.3 --quiet -o ${OUT}/study)
 count_lines(${OUT}/study/sampling.csv n_study)
+if(NOT n_study EQUAL 3)
+  message(FATAL_ERROR "study-sampling: ${n_study} rows, expected 3 (rdu, random, all)")
+endif()
+# --resume with --seeds 2 adds seed 1's three runs and keeps seed 0's rows as they were.
+file(STRINGS ${OUT}/study/sampling.csv before)
+run(study-sampling -d k80=${DATA}/k80/pooling --rates 0.5,1 --samplers rdu,random --seeds 2 --epochs 1 --min-steps 0
+    --test-fraction 0.3 --quiet --resume -o ${OUT}/study)
+file(STRINGS ${OUT}/study/sampling.csv after)
+list(SUBLIST after 0 4 after_head)
+list(LENGTH after n_after)
+if(NOT n_after EQUAL 7 OR NOT "${after_head}" STREQUAL "${before}")
+  message(FATAL_ERROR "study-sampling --resume: ${n_after} lines (expected 7), first rows kept: "
+          "'${after_head}' vs '${before}'")
+endif()
+# test_tasks.csv: one row per run and test task, seed 0's rows kept by --resume.
+file(STRINGS ${OUT}/study/test_tasks.csv task_rows)
+list(LENGTH task_rows n_task_rows)
+list(FILTER task_rows INCLUDE REGEX "^rdu,0.5,0,")
+list(LENGTH task_rows n_rdu0)
+math(EXPR want "1 + 6 * ${n_rdu0}")
+if(n_rdu0 LESS 1 OR NOT n_task_rows EQUAL want)
+  message(FATAL_ERROR "test_tasks.csv: ${n_task_rows} lines for ${n_rdu0} test tasks x 6 runs")
+endif()
+# Nothing left to run: the same command again trains nothing.
+execute_process(COMMAND ${TCLM} study-sampling -d k80=${DATA}/k80/pooling --rates 0.5,1 --samplers rdu,random --seeds 2
+                --epochs 1 --min-steps 0 --test-fraction 0.3 --quiet --resume -o ${OUT}/study
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "6 runs kept, 0 run now")
+  message(FATAL_ERROR "study-sampling --resume, nothing to run: rc ${rc}:\n${err}")
+endif()
+# Other options (here the split) are refused, naming what differs.
+execute_process(COMMAND ${TCLM} study-sampling -d k80=${DATA}/k80/pooling --rates 0.5,1 --samplers rdu,random --seeds 2
+                --epochs 1 --min-steps 0 --test-fraction 0.4 --quiet --resume -o ${OUT}/study
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+if(rc EQUAL 0 OR NOT err MATCHES "ran with other options" OR NOT err MATCHES "now: test-fraction=0.4")
+  message(FATAL_ERROR "study-sampling --resume accepted other options: rc ${rc}:\n${err}")
+endif()
+# A per-task row of a run that sampling.csv lacks (killed in between) is dropped on resume.
+file(APPEND ${OUT}/study/test_tasks.csv "random,0.5,7,\"k80\",\"x\",\"pooling\",10,0.1,1,1,0.5\n")
+run(study-sampling -d k80=${DATA}/k80/pooling --rates 0.5,1 --samplers rdu,random --seeds 2 --epochs 1 --min-steps 0
+    --test-fraction 0.3 --quiet --resume -o ${OUT}/study)
+file(STRINGS ${OUT}/study/test_tasks.csv task_rows2)
+list(LENGTH task_rows2 n_task_rows2)
+if(NOT n_task_rows2 EQUAL n_task_rows)
+  message(FATAL_ERROR "test_tasks.csv kept a row of an unfinished run: ${n_task_rows2} lines, not ${n_task_rows}")
+endif()
+# A damaged row is refused, naming the file and line.
+file(APPEND ${OUT}/study/sampling.csv "random,0.5,2,12\n")
+execute_process(COMMAND ${TCLM} study-sampling -d k80=${DATA}/k80/pooling --rates 0.5 --samplers random --seeds 3
+                --epochs 1 --min-steps 0 --test-fraction 0.3 --quiet --resume -o ${OUT}/study
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+if(rc EQUAL 0 OR NOT err MATCHES "sampling.csv:8: 4 fields, expected 18")
+  message(FATAL_ERROR "study-sampling --resume accepted a damaged row: rc ${rc}:\n${err}")
+endif()
 
 # transfer: k80 -> v100 with TCL and target-only: 2 TCL phases x 2 platforms + 1 = 5 rows, and a
 # deployable knowledge base that tclm eval accepts.

@@ -79,6 +79,21 @@ TEST(Ckd, EwcPenaltyFollowsItsFormulaAndTheKbKeepsItsSize) {
   ASSERT_TRUE(kb.has_fisher());
   EXPECT_GT(log.fisher_mean, 0.0);
   EXPECT_NEAR(kb.ewc_penalty().item<double>(), 0.0, 1e-12);  // anchors = current parameters
+  {
+    // The KB's Fisher is list_fisher's on this platform: another shuffle into lists of the same
+    // size estimates the same expectation (a per-batch estimate would be several times smaller).
+    std::mt19937_64 rng(99);
+    const auto f = list_fisher(kb.model(), d, make_batches(d, train, o.batch_size, o.group_size, rng), o.group_size);
+    double sum = 0;
+    int64_t n = 0;
+    for (const auto& t : f) {
+      sum += t.sum().item<double>();
+      n += t.numel();
+    }
+    const double ratio = sum / static_cast<double>(n) / log.fisher_mean;
+    EXPECT_GT(ratio, 0.67) << "fisher_mean " << log.fisher_mean;
+    EXPECT_LT(ratio, 1.5) << "fisher_mean " << log.fisher_mean;
+  }
   // Perturb every parameter by delta: penalty = delta^2 * sum F = delta^2 * mean F * count.
   const double delta = 0.01;
   int64_t count = 0;
@@ -93,6 +108,76 @@ TEST(Ckd, EwcPenaltyFollowsItsFormulaAndTheKbKeepsItsSize) {
               1e-6 * delta * delta * log.fisher_mean * static_cast<double>(count));
   EXPECT_EQ(kb.deployable("{}").num_parameters(), params_before);
   EXPECT_EQ(kb.learned(), std::vector<std::string>{"k80"});
+}
+
+TEST(Ckd, FisherIsPerRankingListNotPerBatch) {
+  // list_fisher against a naive reference (each list's gradient by torch::autograd::grad, squared,
+  // averaged), and against the per-batch estimate it replaced, which Jensen's inequality puts below
+  // it for every parameter: (mean_l g_l)^2 <= mean_l g_l^2.
+  Dataset d = load_embedded("k80", "k80/pooling");
+  Split s = make_split(d, SplitOptions{});
+  torch::manual_seed(3);
+  MambaCostModel model(test::make_config(16));
+  model->init_weights();
+  model->eval();
+  std::mt19937_64 rng(5);
+  const int group = 16;
+  auto batches = make_batches(d, s.train, 256, group, rng);
+  batches.resize(std::min<size_t>(batches.size(), 3));
+  const auto params = model->parameters();
+  const std::vector<torch::Tensor> f = list_fisher(model, d, batches, group);
+  ASSERT_EQ(f.size(), params.size());
+
+  // ref: mean over lists of g_l^2. Per batch b (mean over batches): old_est = (mean_{l in b} g_l)^2,
+  // the estimate list_fisher replaced, and jensen = mean_{l in b} g_l^2 >= old_est.
+  std::vector<torch::Tensor> ref, old_est, jensen;
+  for (const auto& p : params) {
+    ref.push_back(torch::zeros_like(p));
+    old_est.push_back(torch::zeros_like(p));
+    jensen.push_back(torch::zeros_like(p));
+  }
+  int64_t lists = 0;
+  const double nb = static_cast<double>(batches.size());
+  for (const auto& b : batches) {
+    ASSERT_GT(b.groups.size(), 1u);  // else the comparison with the per-batch estimate says nothing
+    const double nl = static_cast<double>(b.groups.size());
+    std::vector<torch::Tensor> sum, sq;
+    for (const auto& p : params) {
+      sum.push_back(torch::zeros_like(p));
+      sq.push_back(torch::zeros_like(p));
+    }
+    for (const auto& g : b.groups) {
+      Batch one;
+      one.groups.push_back(g);
+      const BatchTensors bt = to_tensors(d, one, group);
+      const auto loss = lambdarank_loss(bt.to_grid(model->forward(bt.x, bt.mask)), bt.labels, bt.label_mask);
+      const auto grads = torch::autograd::grad({loss}, params, {}, false, false, /*allow_unused=*/true);
+      for (size_t i = 0; i < params.size(); ++i) {
+        if (!grads[i].defined()) continue;
+        ref[i] += grads[i].pow(2);
+        sum[i] += grads[i];
+        sq[i] += grads[i].pow(2);
+      }
+      ++lists;
+    }
+    // The batch's loss is the mean over its lists, so its gradient is the mean of theirs.
+    for (size_t i = 0; i < params.size(); ++i) {
+      old_est[i] += (sum[i] / nl).pow(2) / nb;
+      jensen[i] += sq[i] / nl / nb;
+    }
+  }
+  double sum_ref = 0, sum_old = 0, sum_jensen = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    ref[i] /= static_cast<double>(lists);
+    EXPECT_TRUE(torch::allclose(f[i], ref[i], 1e-4, 1e-12)) << "parameter " << i;
+    EXPECT_TRUE((old_est[i] <= jensen[i] * 1.0001 + 1e-15).all().item<bool>()) << "parameter " << i;
+    sum_ref += ref[i].sum().item<double>();
+    sum_old += old_est[i].sum().item<double>();
+    sum_jensen += jensen[i].sum().item<double>();
+  }
+  EXPECT_GT(sum_ref, 0.0);
+  // Lists disagree, so squaring a batch's mean gradient loses much of the information.
+  EXPECT_LT(sum_old, 0.8 * sum_jensen) << "per-batch " << sum_old << ", per-list " << sum_jensen;
 }
 
 TEST(Ckd, PhiComesFromTheKbRankingOfTheNewPlatform) {
