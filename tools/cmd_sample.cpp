@@ -234,19 +234,24 @@ double parse_csv_number(const std::string& s) {
   return v;
 }
 
+// The lines of a text, without their '\n' (a last line without one included).
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  for (size_t a = 0, b; a < text.size(); a = b + 1) {
+    b = text.find('\n', a);
+    if (b == std::string::npos) b = text.size();
+    lines.push_back(text.substr(a, b - a));
+  }
+  return lines;
+}
+
 // Rows of an earlier run's sampling.csv (--resume). A file of another header (another tclm version)
 // or a malformed row is an error naming the file and line: the study's table would otherwise mix
 // runs silently.
 std::vector<StudyRow> read_study_csv(const std::string& path) {
-  const std::string text = read_file(path);
   std::vector<StudyRow> rows;
-  size_t pos = 0;
   int line_no = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    const std::string line = text.substr(pos, end - pos);
-    pos = end + 1;
+  for (const std::string& line : split_lines(read_file(path))) {
     ++line_no;
     if (line_no == 1) {
       if (line != kStudyCsvHeader)
@@ -367,11 +372,7 @@ Command add_study_sampling_command(CLI::App& app) {
                    const std::string options_path = o->out + "/study_options.txt";
                    std::string options_text = fmt::format("study_version={}\n", kStudyVersion);
                    {
-                     const std::string all = cmd->config_to_str(true, false);
-                     for (size_t a = 0, b; a < all.size(); a = b + 1) {
-                       b = all.find('\n', a);
-                       if (b == std::string::npos) b = all.size();
-                       const std::string line = all.substr(a, b - a);
+                     for (const std::string& line : split_lines(cmd->config_to_str(true, false))) {
                        const std::string key = line.substr(0, line.find('='));
                        static const std::set<std::string> kRunLists = {"seeds", "rates", "samplers", "resume", "quiet",
                                                                        "threads", "out", "cache-dir", "help"};
@@ -400,13 +401,8 @@ Command add_study_sampling_command(CLI::App& app) {
                      if (old_options != options_text) {
                        std::string diff;
                        auto lines_of = [](const std::string& t) {
-                         std::set<std::string> out;
-                         for (size_t a = 0, b; a < t.size(); a = b + 1) {
-                           b = t.find('\n', a);
-                           if (b == std::string::npos) b = t.size();
-                           if (b > a) out.insert(t.substr(a, b - a));
-                         }
-                         return out;
+                         const auto v = split_lines(t);
+                         return std::set<std::string>(v.begin(), v.end());
                        };
                        const auto was = lines_of(old_options), now = lines_of(options_text);
                        for (const auto& l : was)
@@ -461,10 +457,7 @@ Command add_study_sampling_command(CLI::App& app) {
                                    "--resume");
                      std::set<std::tuple<std::string, double, int>> with_rows;
                      int line_no = 1;
-                     for (size_t a = tasks_csv.size(), b; a < old.size(); a = b + 1) {
-                       b = old.find('\n', a);
-                       if (b == std::string::npos) b = old.size();
-                       const std::string line = old.substr(a, b - a);
+                     for (const std::string& line : split_lines(old.substr(tasks_csv.size()))) {
                        ++line_no;
                        if (line.empty()) continue;
                        const size_t c1 = line.find(','), c2 = line.find(',', c1 + 1), c3 = line.find(',', c2 + 1);
@@ -506,12 +499,8 @@ Command add_study_sampling_command(CLI::App& app) {
                      row->test = evaluate_rankings(d, split.test, [&](const std::vector<uint32_t>& p) {
                                    return predict_programs(m, d, p);
                                  }, &per_task).back();
-                     const std::string body = per_task_csv(per_task).substr(per_task_header.size());
-                     for (size_t a = 0, b; a < body.size(); a = b + 1) {
-                       b = body.find('\n', a);
-                       if (b == std::string::npos) b = body.size();
-                       tasks_csv += fmt::format("{},{},{},", row->sampler, row->rate, seed) + body.substr(a, b - a) + "\n";
-                     }
+                     for (const std::string& line : split_lines(per_task_csv(per_task).substr(per_task_header.size())))
+                       tasks_csv += fmt::format("{},{},{},{}\n", row->sampler, row->rate, seed, line);
                      write_file_atomic(tasks_path, tasks_csv);
                    };
                    for (int seed = 0; seed < o->seeds; ++seed) {
