@@ -260,10 +260,7 @@ std::vector<StudyRow> read_study_csv(const std::string& path) {
       continue;
     }
     if (line.empty()) continue;
-    std::vector<std::string> f;
-    size_t a = 0;
-    for (size_t b; (b = line.find(',', a)) != std::string::npos; a = b + 1) f.push_back(line.substr(a, b - a));
-    f.push_back(line.substr(a));
+    const std::vector<std::string> f = split_list(line);  // no field of a study row is empty
     auto bad = [&](const std::string& why) { return Error(fmt::format("{}:{}: {}: '{}'", path, line_no, why, line)); };
     if (f.size() != 18) throw bad(fmt::format("{} fields, expected 18", f.size()));
     StudyRow r;

@@ -22,12 +22,12 @@ namespace tclm {
 
 namespace {
 
-int64_t warmup_steps(const TrainOptions& o, int64_t total) {
-  return std::max<int64_t>(1, static_cast<int64_t>(o.warmup_fraction * total));
+int64_t warmup_steps(double warmup_fraction, int64_t total) {
+  return std::max<int64_t>(1, static_cast<int64_t>(warmup_fraction * static_cast<double>(total)));
 }
 
 double lr_at(const TrainOptions& o, int64_t step, int64_t total) {
-  const auto warm = warmup_steps(o, total);
+  const auto warm = warmup_steps(o.warmup_fraction, total);
   if (step < warm) return o.lr * static_cast<double>(step + 1) / static_cast<double>(warm);
   double p = static_cast<double>(step - warm) / std::max<double>(1.0, static_cast<double>(total - warm));
   p = std::min(1.0, p);
@@ -60,9 +60,7 @@ void check_finite(const torch::Tensor& loss, int epoch, int64_t step) {
 }  // namespace
 
 int first_selectable_epoch(int64_t steps_per_epoch, int64_t total_steps, double warmup_fraction) {
-  TrainOptions o;
-  o.warmup_fraction = warmup_fraction;
-  const int64_t warm = warmup_steps(o, total_steps);
+  const int64_t warm = warmup_steps(warmup_fraction, total_steps);
   const int64_t spe = std::max<int64_t>(1, steps_per_epoch);
   return static_cast<int>((warm + spe - 1) / spe);
 }

@@ -113,7 +113,7 @@ TEST(Ckd, EwcPenaltyFollowsItsFormulaAndTheKbKeepsItsSize) {
 TEST(Ckd, FisherIsPerRankingListNotPerBatch) {
   // list_fisher against a naive reference (each list's gradient by torch::autograd::grad, squared,
   // averaged), and against the per-batch estimate it replaced, which Jensen's inequality puts below
-  // it for every parameter: (mean_l g_l)^2 <= mean_l g_l^2.
+  // it ((mean_l g_l)^2 <= mean_l g_l^2), by far when the lists' gradients disagree.
   Dataset d = load_embedded("k80", "k80/pooling");
   Split s = make_split(d, SplitOptions{});
   torch::manual_seed(3);
@@ -128,24 +128,20 @@ TEST(Ckd, FisherIsPerRankingListNotPerBatch) {
   const std::vector<torch::Tensor> f = list_fisher(model, d, batches, group);
   ASSERT_EQ(f.size(), params.size());
 
-  // ref: mean over lists of g_l^2. Per batch b (mean over batches): old_est = (mean_{l in b} g_l)^2,
-  // the estimate list_fisher replaced, and jensen = mean_{l in b} g_l^2 >= old_est.
-  std::vector<torch::Tensor> ref, old_est, jensen;
+  // ref: mean over lists of g_l^2; old_est: mean over batches of (mean_{l in b} g_l)^2, the estimate
+  // list_fisher replaced.
+  std::vector<torch::Tensor> ref, old_est;
   for (const auto& p : params) {
     ref.push_back(torch::zeros_like(p));
     old_est.push_back(torch::zeros_like(p));
-    jensen.push_back(torch::zeros_like(p));
   }
   int64_t lists = 0;
   const double nb = static_cast<double>(batches.size());
   for (const auto& b : batches) {
     ASSERT_GT(b.groups.size(), 1u);  // else the comparison with the per-batch estimate says nothing
     const double nl = static_cast<double>(b.groups.size());
-    std::vector<torch::Tensor> sum, sq;
-    for (const auto& p : params) {
-      sum.push_back(torch::zeros_like(p));
-      sq.push_back(torch::zeros_like(p));
-    }
+    std::vector<torch::Tensor> sum;
+    for (const auto& p : params) sum.push_back(torch::zeros_like(p));
     for (const auto& g : b.groups) {
       Batch one;
       one.groups.push_back(g);
@@ -156,28 +152,23 @@ TEST(Ckd, FisherIsPerRankingListNotPerBatch) {
         if (!grads[i].defined()) continue;
         ref[i] += grads[i].pow(2);
         sum[i] += grads[i];
-        sq[i] += grads[i].pow(2);
       }
       ++lists;
     }
     // The batch's loss is the mean over its lists, so its gradient is the mean of theirs.
-    for (size_t i = 0; i < params.size(); ++i) {
-      old_est[i] += (sum[i] / nl).pow(2) / nb;
-      jensen[i] += sq[i] / nl / nb;
-    }
+    for (size_t i = 0; i < params.size(); ++i) old_est[i] += (sum[i] / nl).pow(2) / nb;
   }
-  double sum_ref = 0, sum_old = 0, sum_jensen = 0;
+  double sum_f = 0, sum_old = 0;
   for (size_t i = 0; i < params.size(); ++i) {
     ref[i] /= static_cast<double>(lists);
     EXPECT_TRUE(torch::allclose(f[i], ref[i], 1e-4, 1e-12)) << "parameter " << i;
-    EXPECT_TRUE((old_est[i] <= jensen[i] * 1.0001 + 1e-15).all().item<bool>()) << "parameter " << i;
-    sum_ref += ref[i].sum().item<double>();
+    sum_f += f[i].sum().item<double>();
     sum_old += old_est[i].sum().item<double>();
-    sum_jensen += jensen[i].sum().item<double>();
   }
-  EXPECT_GT(sum_ref, 0.0);
-  // Lists disagree, so squaring a batch's mean gradient loses much of the information.
-  EXPECT_LT(sum_old, 0.8 * sum_jensen) << "per-batch " << sum_old << ", per-list " << sum_jensen;
+  EXPECT_GT(sum_f, 0.0);
+  // The lists' gradients disagree: list_fisher's estimate is several times the per-batch one (10.7x
+  // here when this test was written; lists with identical gradients would make the two equal).
+  EXPECT_LT(sum_old, 0.8 * sum_f) << "per-batch " << sum_old << ", per-list " << sum_f;
 }
 
 TEST(Ckd, PhiComesFromTheKbRankingOfTheNewPlatform) {
