@@ -8,16 +8,19 @@
 # directory to start over (a directory of an older study, or of other options, is refused).
 # Usage: scripts/results-sampling.sh [extra study-sampling args, other than the --samplers, --rates,
 # --seeds, --epochs, --patience and --min-steps set here]
-# Env: TCLM_RESULTS_OUT (default out/sampler-study-v2), TCLM_BIN, WITH_RATES=1.
+# Env: TCLM_RESULTS_OUT (default out/sampler-study-v3: the model selection by validation pairwise
+# accuracy; v2 was the validation top-1), TCLM_BIN, WITH_RATES=1. CURVES=1 adds --curves
+# (curves.csv: every epoch's validation and test figures; one more test evaluation per epoch).
 # Measured on 2 vCPUs: 2-4.5 min per run; 18 runs (36-70 min) for both platforms' 10%/100% runs,
 # 12 more per platform with WITH_RATES=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=${TCLM_SHARED_DATA:-../shared/data}
-out=${TCLM_RESULTS_OUT:-out/sampler-study-v2}
+out=${TCLM_RESULTS_OUT:-out/sampler-study-v3}
 bin=${TCLM_BIN:-./build/tclm}
 mkdir -p "$out"
 common=(--cache-dir out/cache --epochs 6 --patience 3 --min-steps 400 --samplers random,rdu --resume --quiet)
+if [ -n "${CURVES:-}" ]; then common+=(--curves); fi
 k80="k80=$shared/roller_osdi22/k80"
 cpu="platinum8358=$shared/tlcbench_platinum8358"
 for spec in "$k80" "$cpu"; do

@@ -5,7 +5,17 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "train/trainer.h"
+
 namespace tclm::cli {
+
+void add_select_option(CLI::App* cmd, std::string* select) {
+  cmd->add_option("--select", *select,
+                  "Which validation figure picks the kept epoch (and stops training after --patience epochs without "
+                  "a better one): pairwise (pairwise accuracy within tasks, ties by top-1), top1 / top5 (top-k task "
+                  "mean, ties by pairwise), last (no early stopping). docs/design.md, 'Model selection'")
+      ->check(CLI::IsMember(selection_rules()));
+}
 
 int model_max_steps(const std::string& metadata_json, int fallback) {
   simdjson::dom::parser parser;

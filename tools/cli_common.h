@@ -25,6 +25,9 @@ inline const CLI::Validator kNonNegativeInteger(
     [](std::string& v) { return v.find('-') != std::string::npos ? std::string("must be a non-negative integer") : std::string(); },
     "UINT");
 
+/// --select: which validation figure picks the kept epoch (TrainOptions::select, train/trainer.h).
+void add_select_option(CLI::App* cmd, std::string* select);
+
 // Options shared by the commands that read a dataset.
 struct DataOptions {
   std::vector<std::string> sources;

@@ -247,8 +247,9 @@ struct StudyOptions {
   void add_to(CLI::App* cmd) {
     data.add_to(cmd, true);
     cmd->add_option("--epochs", train.epochs, "Maximum epochs per neural model")->check(CLI::Range(1, 100000));
-    cmd->add_option("--patience", train.patience, "Early stopping: epochs without a better validation top-1")
+    cmd->add_option("--patience", train.patience, "Early stopping: epochs without a better validation figure (--select)")
         ->check(CLI::Range(1, 100000));
+    add_select_option(cmd, &train.select);
     cmd->add_option("--min-steps", train.min_steps,
                     "At least this many optimizer steps per neural model (more epochs and patience on small data)")
         ->check(CLI::Range(0, 100000000));
@@ -271,9 +272,9 @@ struct StudyOptions {
   std::string fingerprint(const std::string& label, int seed) const {
     std::string srcs;
     for (const auto& src : data.sources) srcs += src + ";";
-    return fmt::format("{} seed={} data={} max_steps={} split={}:{}:{}:{} epochs={} patience={} min_steps={}", label,
+    return fmt::format("{} seed={} data={} max_steps={} split={}:{}:{}:{} epochs={} patience={} min_steps={} select={}", label,
                        seed, srcs, data.max_steps, data.split, data.split_seed, data.test_fraction,
-                       data.valid_fraction, train.epochs, train.patience, train.min_steps);
+                       data.valid_fraction, train.epochs, train.patience, train.min_steps, train.select);
   }
 
   Dataset load_and_split(Split* s) {

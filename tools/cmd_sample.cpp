@@ -164,7 +164,7 @@ struct StudyRow {
   size_t measured = 0, pool = 0;
   RankingReport test;
   double select_seconds = 0, model_seconds = 0, train_seconds = 0;
-  int epochs = 0, best_epoch = 0;  // of the final model: epochs run, the one kept (by validation top-1)
+  int epochs = 0, best_epoch = 0;  // of the final model: epochs run, the one kept (by --select)
   double best_valid_top1 = 0;      // its validation top-1 (task mean)
 };
 
@@ -219,8 +219,9 @@ std::string study_table(const std::vector<StudyRow>& rows, const RankingReport& 
 }
 
 // The version of the study's runs, recorded in study_options.txt: 2 = the trainer never keeps a
-// warm-up epoch as the best model (2026-12-01).
-constexpr int kStudyVersion = 2;
+// warm-up epoch as the best model (2026-12-01); 3 = the kept epoch follows --select (default
+// pairwise; before, the validation top-1) in the final and the between-round models.
+constexpr int kStudyVersion = 3;
 
 constexpr const char* kStudyCsvHeader =
     "sampler,rate,seed,measured,pool,top1,top5,top1_task_mean,top5_task_mean,pairwise,random_top1,"
@@ -316,7 +317,7 @@ Command add_study_sampling_command(CLI::App& app) {
     std::string out = "out/study-sampling", samplers = "random,rdu,kcenter,uncertainty,balto",
                 rates = "0.05,0.1,0.2,0.5,1";
     int seeds = 3;
-    bool quiet = false, resume = false;
+    bool quiet = false, resume = false, curves = false;
   };
   auto o = std::make_shared<Opts>();
   o->train.epochs = 12;
@@ -328,6 +329,7 @@ Command add_study_sampling_command(CLI::App& app) {
   cmd->add_option("--seeds", o->seeds, "Seeds per sampler and rate (sampling and training)")->check(CLI::Range(1, 100));
   cmd->add_option("--epochs", o->train.epochs, "Maximum epochs of each final model")->check(CLI::Range(1, 100000));
   cmd->add_option("--patience", o->train.patience, "Early stopping patience")->check(CLI::Range(1, 100000));
+  add_select_option(cmd, &o->train.select);
   o->train.min_steps = 150;
   cmd->add_option("--min-steps", o->train.min_steps,
                   "At least this many optimizer steps per model: a small budget gets more epochs (and patience)")
@@ -339,6 +341,12 @@ Command add_study_sampling_command(CLI::App& app) {
                 "and split) and run only the (sampler, rate, seed) runs it lacks: e.g. rerun with --seeds 5 after "
                 "--seeds 3 to add seeds 3 and 4. The sampler and training options are not recorded in the CSV: resume "
                 "only with the same ones");
+  cmd->add_flag("--curves", o->curves,
+                "Also evaluate every final model's test tasks after every epoch and write curves.csv (sampler, rate, "
+                "seed, epoch, the validation and the test figures): the learning curves, to see which validation "
+                "figure picks good epochs. Only logged; selection and stopping still use the validation tasks. Costs "
+                "one test evaluation per epoch (counted in train_seconds); with a large --patience every planned "
+                "epoch runs");
   add_sampler_options(cmd, &o->a, true);
   return Command{cmd, [o, cmd]() {
                    std::vector<SampleMethod> methods;
@@ -372,7 +380,7 @@ Command add_study_sampling_command(CLI::App& app) {
                      for (const std::string& line : split_lines(cmd->config_to_str(true, false))) {
                        const std::string key = line.substr(0, line.find('='));
                        static const std::set<std::string> kRunLists = {"seeds", "rates", "samplers", "resume", "quiet",
-                                                                       "threads", "out", "cache-dir", "help"};
+                                                                       "threads", "out", "cache-dir", "help", "curves"};
                        if (!line.empty() && !kRunLists.count(key)) options_text += line + "\n";
                      }
                    }
@@ -481,10 +489,49 @@ Command add_study_sampling_command(CLI::App& app) {
                      std::fprintf(stderr, "resume: no %s: the %zu kept runs have no per-task rows\n", tasks_path.c_str(),
                                   done.size());
                    }
+                   // curves.csv (--curves): one row per run and epoch. A resumed study appends to it; rows of
+                   // a run killed before its sampling.csv row are dropped like its test_tasks.csv rows.
+                   const std::string curves_path = o->out + "/curves.csv";
+                   const std::string curves_header =
+                       "sampler,rate,seed,epoch,train_loss,valid_top1_task_mean,valid_top5_task_mean,valid_pairwise,"
+                       "test_top1,test_top5,test_top1_task_mean,test_top5_task_mean,test_pairwise\n";
+                   std::string curves_csv = curves_header;
+                   if (o->curves && o->resume && std::filesystem::exists(curves_path)) {
+                     const std::string old = read_file(curves_path);
+                     if (old.compare(0, curves_header.size(), curves_header) != 0)
+                       throw Error(curves_path + ":1: not a curves.csv of this tclm version; move it away or drop "
+                                   "--resume");
+                     int line_no = 1;
+                     for (const std::string& line : split_lines(old.substr(curves_header.size()))) {
+                       ++line_no;
+                       if (line.empty()) continue;
+                       const std::vector<std::string> f = split_list(line);
+                       bool keep = false;
+                       try {
+                         if (f.size() != 13) throw std::invalid_argument(line);
+                         keep = done.count({f[0], parse_csv_number(f[1]), static_cast<int>(parse_csv_number(f[2]))}) > 0;
+                       } catch (const std::exception&) {
+                         throw Error(fmt::format("{}:{}: not a curves.csv row: '{}'", curves_path, line_no, line));
+                       }
+                       if (keep) curves_csv += line + "\n";
+                     }
+                   }
                    auto train_eval = [&](const Dataset& sub, int seed, StudyRow* row) {
                      TrainOptions to = o->train;
                      to.seed = static_cast<uint64_t>(seed);
                      to.progress = false;
+                     if (o->curves) {
+                       to.on_epoch = [&, seed, row](const EpochLog& e, CostModelImpl& model) {
+                         const RankingReport t = evaluate_rankings(d, split.test, [&](const std::vector<uint32_t>& p) {
+                                                   return predict_programs(model, d, p);
+                                                 }).back();
+                         curves_csv += fmt::format(
+                             "{},{},{},{},{:.6g},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f}\n", row->sampler,
+                             row->rate, seed, e.epoch, e.train_loss, e.valid_top1, e.valid_top5, e.valid_pairwise,
+                             t.top1.pooled, t.top5.pooled, t.top1.task_mean, t.top5.task_mean, t.pairwise);
+                         write_file_atomic(curves_path, curves_csv);
+                       };
+                     }
                      const auto t0 = Clock::now();
                      TrainResult tr = train_cost_model(sub, split, to);
                      row->train_seconds = since(t0);
@@ -532,6 +579,7 @@ Command add_study_sampling_command(CLI::App& app) {
                    if (rows.size() == kept) {  // nothing new: the files as read (less rows of unfinished runs)
                      write_file_atomic(csv_path, csv);
                      write_file_atomic(tasks_path, tasks_csv);
+                     if (o->curves) write_file_atomic(curves_path, curves_csv);
                    }
                    if (o->resume) std::fprintf(stderr, "resume: %zu runs kept, %zu run now\n", kept, rows.size() - kept);
                    const std::string table = study_table(rows, random);

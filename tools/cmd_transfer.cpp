@@ -92,6 +92,7 @@ Command add_transfer_command(CLI::App& app) {
                   "At least this many optimizer steps per model and CKD phase (small budgets get more epochs)")
       ->check(CLI::Range(0, 100000000));
   cmd->add_option("--threads", o->train.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
+  add_select_option(cmd, &o->train.select);  // the baselines' and the CKD phases' model selection
   cmd->add_flag("--quiet", o->quiet, "No progress display");
   return Command{cmd, [o]() {
     const auto sources = split_list(o->sources);
@@ -239,6 +240,7 @@ Command add_transfer_command(CLI::App& app) {
         if (method.rfind("tcl", 0) == 0) {
           CkdOptions co = o->ckd;
           co.min_steps = o->train.min_steps;
+          co.select = o->train.select;
           co.seed = static_cast<uint64_t>(seed);
           co.progress = progress;
           if (method == "tcl-no-phi") co.dynamic_phi = false;

@@ -6,6 +6,8 @@ usage: plot_results.py KIND CSV PNG
   sweep     tclm sweep: test top-1 against each varied Mamba hyper-parameter (the paper's Table 2)
   sampling  tclm study-sampling: test top-1 against the sampling rate, one line per sampler (Fig. 7)
   transfer  tclm transfer: each platform's top-1 across the phases of the pipeline (Fig. 8)
+  curves    tclm study-sampling --curves (curves.csv): per run, the validation top-1 task mean and
+            pairwise accuracy and the test top-1 (task mean and pooled) against the epoch
   tune      tclm tune-bench (tune.csv): best latency against measurements and against wall time,
             one line per model (median over seeds), one row of panels per workload
 Needs matplotlib (Debian: python3-matplotlib).
@@ -172,8 +174,33 @@ def plot_tune(rows, png):
     fig.savefig(png, dpi=110)
 
 
+def plot_curves(rows, png):
+    runs = OrderedDict()
+    for r in rows:
+        runs.setdefault(f'{r["sampler"]} {100 * float(r["rate"]):g}% seed {r["seed"]}', []).append(r)
+    cols = min(4, len(runs))
+    nrows = (len(runs) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows), squeeze=False)
+    lines = [("valid_top1_task_mean", "valid top-1 (task mean)", "-"), ("valid_pairwise", "valid pairwise", "-"),
+             ("test_top1_task_mean", "test top-1 (task mean)", "--"), ("test_top1", "test top-1 (pooled)", ":")]
+    for i, (name, rs) in enumerate(runs.items()):
+        ax = axes[i // cols][i % cols]
+        ep = [int(r["epoch"]) for r in rs]
+        for key, label, style in lines:
+            ax.plot(ep, [float(r[key]) for r in rs], style, label=label)
+        ax.set_title(name)
+        ax.set_xlabel("epoch")
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+    for j in range(len(runs), nrows * cols):
+        axes[j // cols][j % cols].axis("off")
+    axes[0][0].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+
+
 def main(argv):
-    if len(argv) != 4 or argv[1] not in ("compare", "sweep", "sampling", "transfer", "tune"):
+    if len(argv) != 4 or argv[1] not in ("compare", "sweep", "sampling", "transfer", "tune", "curves"):
         sys.stderr.write(__doc__)
         return 2
     rows = read(argv[2])

@@ -100,8 +100,9 @@ int main(int argc, char** argv) {
   train->add_option("--batch-size", to.batch_size, "Programs per batch")->check(CLI::Range(2, 1 << 20));
   train->add_option("--group-size", to.group_size, "Programs of one task per ranking group")->check(CLI::Range(2, 4096));
   train->add_option("--lr", to.lr, "Peak learning rate (Adam)")->check(CLI::Range(1e-7, 1.0));
-  train->add_option("--patience", to.patience, "Early stopping: epochs without a better validation top-1")
+  train->add_option("--patience", to.patience, "Early stopping: epochs without a better validation figure (--select)")
       ->check(CLI::Range(1, 100000));
+  add_select_option(train, &to.select);
   train->add_option("--seed", to.seed, "Seed of initialisation and batch order")->check(kNonNegativeInteger);
   train->add_option("--threads", to.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
   bool train_quiet = false;

@@ -53,11 +53,11 @@ struct FitSpec {
   ScoreFn score;
 };
 
-/// Adam with step decay; early stopping on the validation tasks (best epoch restored). Returns the
-/// validation top-1 (task mean) of every epoch and sets *best_top1.
-std::vector<double> fit(const FitSpec& s, const Dataset& data, const std::vector<uint32_t>& train_tasks,
-                        const std::vector<uint32_t>& valid_tasks, const CkdOptions& o, std::mt19937_64& rng,
-                        double* best_top1) {
+/// Adam with step decay; every epoch runs, and the best one on the validation tasks by o.select is
+/// restored. Returns every epoch's validation figures and sets *kept_epoch to the kept one (1-based).
+std::vector<EpochLog> fit(const FitSpec& s, const Dataset& data, const std::vector<uint32_t>& train_tasks,
+                          const std::vector<uint32_t>& valid_tasks, const CkdOptions& o, std::mt19937_64& rng,
+                          int* kept_epoch) {
   torch::optim::Adam opt(s.params, torch::optim::AdamOptions(s.lr));
   // A small platform (a sampled budget) gets more epochs so that the phase takes >= min_steps steps;
   // the learning-rate steps stretch in proportion.
@@ -69,8 +69,8 @@ std::vector<double> fit(const FitSpec& s, const Dataset& data, const std::vector
     epochs = scaled;
   }
   std::vector<torch::Tensor> best;
-  double best_t1 = -1, best_pw = -1;
-  std::vector<double> curve;
+  std::vector<EpochLog> curve;
+  size_t kept = 0;  // index in curve
   const bool tty = o.progress && isatty(fileno(stderr));
   for (int epoch = 1; epoch <= epochs; ++epoch) {
     const double lr = s.lr * std::pow(o.lr_gamma, (epoch - 1) / lr_step);
@@ -101,11 +101,17 @@ std::vector<double> fit(const FitSpec& s, const Dataset& data, const std::vector
     }
     s.module->eval();
     const RankingReport r = evaluate(s.score, data, valid_tasks.empty() ? train_tasks : valid_tasks);
-    curve.push_back(r.top1.task_mean);
-    const bool better = r.top1.task_mean > best_t1 + 1e-9 || (r.top1.task_mean > best_t1 - 1e-9 && r.pairwise > best_pw + 1e-6);
+    // The trainer's model selection (TrainOptions::select, train/trainer.h): the same figures, the
+    // same tolerances; no warm-up here (step decay), so every epoch is selectable.
+    EpochLog e;
+    e.epoch = epoch;
+    e.valid_top1 = r.top1.task_mean;
+    e.valid_top5 = r.top5.task_mean;
+    e.valid_pairwise = r.pairwise;
+    curve.push_back(e);
+    const bool better = best.empty() || better_epoch(o.select, e, curve[kept]);
     if (better) {
-      best_t1 = r.top1.task_mean;
-      best_pw = r.pairwise;
+      kept = curve.size() - 1;
       best.clear();
       for (const auto& p : s.params) best.push_back(p.detach().clone());
     }
@@ -120,7 +126,7 @@ std::vector<double> fit(const FitSpec& s, const Dataset& data, const std::vector
     for (size_t i = 0; i < best.size(); ++i) s.params[i].copy_(best[i]);
   }
   s.module->eval();
-  *best_top1 = best_t1;
+  *kept_epoch = curve[kept].epoch;
   return curve;
 }
 
@@ -288,7 +294,12 @@ struct CkdTrainer {
                  return loss;
                },
                ac_score};
-    log.cl_valid_top1 = fit(cl, data, train_tasks, valid_tasks, o, rng, &log.ac_valid_top1);
+    const auto cl_curve = fit(cl, data, train_tasks, valid_tasks, o, rng, &log.cl_kept_epoch);
+    for (const EpochLog& e : cl_curve) {
+      log.cl_valid_top1.push_back(e.valid_top1);
+      log.cl_valid_pairwise.push_back(e.valid_pairwise);
+    }
+    log.ac_valid_top1 = log.cl_valid_top1[log.cl_kept_epoch - 1];
     log.seconds_cl = since(t0);
     kb_frozen.reset();
 
@@ -310,7 +321,12 @@ struct CkdTrainer {
                  return loss;
                },
                kb_score};
-    log.kd_valid_top1 = fit(kd, data, train_tasks, valid_tasks, o, rng, &log.kb_valid_top1);
+    const auto kd_curve = fit(kd, data, train_tasks, valid_tasks, o, rng, &log.kd_kept_epoch);
+    for (const EpochLog& e : kd_curve) {
+      log.kd_valid_top1.push_back(e.valid_top1);
+      log.kd_valid_pairwise.push_back(e.valid_pairwise);
+    }
+    log.kb_valid_top1 = log.kd_valid_top1[log.kd_kept_epoch - 1];
     log.seconds_kd = since(t0);
 
     // ---- Fisher information of the KB on this platform (empirical, per ranking list), accumulated.
@@ -350,9 +366,11 @@ std::string to_json(const CkdPhaseLog& l) {
   };
   return fmt::format(
       "{{\"platform\": \"{}\", \"phi\": {:.6f}, \"kb_top1_before\": {:.6f}, \"kb_pairwise_before\": {:.6f}, \"cl_valid_top1\": {}, "
-      "\"kd_valid_top1\": {}, \"ac_valid_top1\": {:.6f}, \"kb_valid_top1\": {:.6f}, \"seconds_cl\": {:.2f}, "
+      "\"kd_valid_top1\": {}, \"cl_valid_pairwise\": {}, \"kd_valid_pairwise\": {}, \"cl_kept_epoch\": {}, "
+      "\"kd_kept_epoch\": {}, \"ac_valid_top1\": {:.6f}, \"kb_valid_top1\": {:.6f}, \"seconds_cl\": {:.2f}, "
       "\"seconds_kd\": {:.2f}, \"seconds_fisher\": {:.2f}, \"fisher_mean\": {:.6g}}}",
-      l.platform, l.phi, l.kb_top1_before, l.kb_pairwise_before, arr(l.cl_valid_top1), arr(l.kd_valid_top1), l.ac_valid_top1,
+      l.platform, l.phi, l.kb_top1_before, l.kb_pairwise_before, arr(l.cl_valid_top1), arr(l.kd_valid_top1),
+      arr(l.cl_valid_pairwise), arr(l.kd_valid_pairwise), l.cl_kept_epoch, l.kd_kept_epoch, l.ac_valid_top1,
       l.kb_valid_top1, l.seconds_cl, l.seconds_kd, l.seconds_fisher, l.fisher_mean);
 }
 

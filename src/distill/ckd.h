@@ -59,6 +59,8 @@ struct CkdOptions {
   double lr_gamma = 0.1;        // the step factor
   int batch_size = 1024, group_size = 64;
   double grad_clip = 1.0;
+  std::string select = "pairwise";  // which validation figure picks each phase's kept epoch
+                                    // (TrainOptions::select, train/trainer.h; every epoch runs)
   uint64_t seed = 0;
   bool progress = true;
 };
@@ -120,8 +122,10 @@ struct CkdPhaseLog {
   double phi = 0;                 // Phi at the start of CL
   double kb_top1_before = 0;      // the KB's top-1 (task mean) on the platform's training tasks before CL
   double kb_pairwise_before = 0;  // the KB's pairwise accuracy on the platform's training tasks before CL
-  std::vector<double> cl_valid_top1, kd_valid_top1;  // per epoch (validation task mean)
-  double ac_valid_top1 = 0, kb_valid_top1 = 0;       // best epochs
+  std::vector<double> cl_valid_top1, kd_valid_top1;          // per epoch (validation task mean)
+  std::vector<double> cl_valid_pairwise, kd_valid_pairwise;  // per epoch (validation pairwise accuracy)
+  int cl_kept_epoch = 0, kd_kept_epoch = 0;                  // the epochs kept (CkdOptions::select), 1-based
+  double ac_valid_top1 = 0, kb_valid_top1 = 0;               // the kept epochs' validation top-1
   double seconds_cl = 0, seconds_kd = 0, seconds_fisher = 0;
   double fisher_mean = 0;
 };

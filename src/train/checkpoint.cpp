@@ -66,10 +66,10 @@ uint64_t training_fingerprint(const TrainOptions& o, const std::string& model_co
                               const Split& split) {
   std::string s = fmt::format(
       "kind={} config={} loss={} epochs={} batch={} group={} lr={:.17g} warmup={:.17g} final={:.17g} clip={:.17g} "
-      "wd={:.17g} patience={} min_steps={} seed={} version={} programs={} tasks={} max_steps={}",
+      "wd={:.17g} patience={} min_steps={} seed={} version={} programs={} tasks={} max_steps={} select={}",
       o.model_kind, model_config_json, o.loss, o.epochs, o.batch_size, o.group_size, o.lr, o.warmup_fraction,
       o.final_lr_fraction, o.grad_clip, o.weight_decay, o.patience, o.min_steps, o.seed, data.feature_version(),
-      data.num_programs(), data.tasks().size(), data.max_steps());
+      data.num_programs(), data.tasks().size(), data.max_steps(), o.select);
   uint64_t h = fnv1a64(s);
   for (const auto* part : {&split.train, &split.valid}) {
     h = fnv1a64(std::string_view(reinterpret_cast<const char*>(part->data()), part->size() * sizeof(uint32_t)), h);

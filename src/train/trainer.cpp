@@ -59,6 +59,28 @@ void check_finite(const torch::Tensor& loss, int epoch, int64_t step) {
 
 }  // namespace
 
+const std::vector<std::string>& selection_rules() {
+  static const std::vector<std::string> rules = {"pairwise", "top1", "top5", "last"};
+  return rules;
+}
+
+std::pair<double, double> selection_key(const std::string& select, const EpochLog& e) {
+  if (select == "pairwise") return {e.valid_pairwise, e.valid_top1};
+  if (select == "top1") return {e.valid_top1, e.valid_pairwise};
+  if (select == "top5") return {e.valid_top5, e.valid_pairwise};
+  if (select == "last") return {static_cast<double>(e.epoch), 0.0};
+  throw Error(fmt::format("unknown model selection '{}' (--select): one of pairwise, top1, top5, last", select));
+}
+
+bool better_epoch(const std::string& select, const EpochLog& now, const EpochLog& kept) {
+  const auto a = selection_key(select, now), b = selection_key(select, kept);
+  return a.first > b.first + 1e-9 || (a.first > b.first - 1e-9 && a.second > b.second + 1e-6);
+}
+
+const char* selection_figure(const std::string& select) {
+  return select == "top1" ? "top-1" : select == "top5" ? "top-5" : select == "last" ? "epoch" : "pairwise accuracy";
+}
+
 int first_selectable_epoch(int64_t steps_per_epoch, int64_t total_steps, double warmup_fraction) {
   const int64_t warm = warmup_steps(warmup_fraction, total_steps);
   const int64_t spe = std::max<int64_t>(1, steps_per_epoch);
@@ -156,6 +178,7 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
                               "another --out", o.out_dir, ec ? " (" + ec.message() + ")" : ""));
     }
   }
+  selection_key(o.select, EpochLog{});  // an unknown rule fails before any work
   // The validation set picks the epoch; without one, the training tasks do (reported as such).
   const std::vector<uint32_t>& valid_tasks = split.valid.empty() ? split.train : split.valid;
   if (split.valid.empty() && o.progress) {
@@ -265,9 +288,8 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
     e.samples_per_second = static_cast<double>(st.seen) / std::max(train_seconds, 1e-9);
     e.valid_pairwise = all.pairwise;
     result.log.push_back(e);
-    // Better = higher validation top-1 (task mean); on a tie (a small validation set often saturates
-    // at the same top-1) the higher pairwise accuracy decides, so training goes on while the
-    // ranking below the first place still improves.
+    if (o.on_epoch) o.on_epoch(e, *model);
+    // Better = a higher selection key (selection_key: by default the validation pairwise accuracy).
     //
     // An epoch that ends inside the learning-rate warm-up is kept only until the first epoch after it:
     // with a small validation set (a sampled budget: 10% of a few tasks) a barely trained model's
@@ -276,9 +298,13 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
     const int first_selectable = first_selectable_epoch(steps_per_epoch, total_steps, o.warmup_fraction);
     const bool selectable = epoch >= first_selectable;
     const bool best_selectable = result.best_epoch >= first_selectable;  // first_selectable >= 1
-    const bool better = result.best_epoch == 0 || (selectable && !best_selectable) ||
-                        e.valid_top1 > result.best_valid_top1 + 1e-9 ||
-                        (e.valid_top1 > result.best_valid_top1 - 1e-9 && e.valid_pairwise > st.best_pairwise + 1e-6);
+    bool better = result.best_epoch == 0 || (selectable && !best_selectable);
+    if (!better) {
+      const auto kept = std::find_if(result.log.begin(), result.log.end(),
+                                     [&](const EpochLog& x) { return x.epoch == result.best_epoch; });
+      if (kept == result.log.end()) throw Error("internal error: the kept epoch is not in the training log");
+      better = better_epoch(o.select, e, *kept);
+    }
     if (better) {
       st.best_pairwise = e.valid_pairwise;
       result.best_valid_top1 = e.valid_top1;
@@ -316,7 +342,7 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
       checkpoint();
     }
     if (early_stop && o.progress) {
-      std::fprintf(stderr, "early stop: no better validation top-1 for %d epochs\n", o.patience);
+      std::fprintf(stderr, "early stop: no better validation %s for %d epochs\n", selection_figure(o.select), o.patience);
     }
   }
   if (o.resume && !o.out_dir.empty() && result.best_epoch > 0) {

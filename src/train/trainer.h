@@ -4,15 +4,18 @@
 // `group_size` programs (sizes as even as possible); groups of one platform and similar program
 // length form a batch of about `batch_size` programs (less padding), so every batch holds whole
 // groups of one platform and every program is seen once per epoch. The loss is computed within groups (LambdaRank needs programs of one task).
-// Optimiser: Adam, linear warm-up then cosine decay, gradient-norm clipping. Early stopping on the
-// validation tasks' mean per-task top-1 (TopKScore::task_mean; the pooled score is dominated by the
-// few slowest tasks and barely moves), ties broken by validation pairwise accuracy. Deterministic for a given seed and thread count.
+// Optimiser: Adam, linear warm-up then cosine decay, gradient-norm clipping. The kept model and early
+// stopping follow TrainOptions::select: by default the validation tasks' pairwise accuracy (the top-1
+// of a few validation tasks saturates early and picks lucky epochs; docs/design.md, "Model
+// selection"). Deterministic for a given seed and thread count.
 // Checkpoints (out_dir/checkpoint.tclm, atomic) hold everything a killed run needs to resume exactly
 // where it stopped (train/checkpoint.h).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/baselines.h"
@@ -23,6 +26,8 @@
 #include "tclm/evaluation.h"
 
 namespace tclm {
+
+struct EpochLog;
 
 struct TrainOptions {
   std::string model_kind = "mamba";// a kind of cost_model_kinds(), or "mamba-mtl" (one head per platform)
@@ -37,7 +42,8 @@ struct TrainOptions {
   double final_lr_fraction = 0.05; // cosine decay ends at lr * this
   double grad_clip = 1.0;          // max global gradient norm (<= 0: off)
   double weight_decay = 0.0;       // never applied to A_log, D, norms, biases
-  int patience = 6;                // epochs without a better validation top-1 before stopping
+  std::string select = "pairwise"; // which validation figure picks the kept epoch: selection_rules()
+  int patience = 6;                // epochs without a better one (by `select`) before stopping
   int64_t min_steps = 0;           // at least this many optimizer steps: more epochs (and patience in
                                    // proportion) when the data is small, e.g. a sampled budget
   uint64_t seed = 0;
@@ -51,6 +57,10 @@ struct TrainOptions {
   std::string metadata_json = "{}";// extra metadata stored in the weights file ("data" etc.)
   std::shared_ptr<const WeightsFile> init;  // start from these weights (fine-tuning) instead of the
                                             // model's initialisation; its kind and shapes must match
+  // Called after every epoch's validation, with that epoch's log entry and the model as it is then
+  // (before the best model is chosen): a study's learning curves (study-sampling --curves evaluates the
+  // test tasks here). It must not train the model; it never influences selection or stopping.
+  std::function<void(const EpochLog&, CostModelImpl&)> on_epoch;
 };
 
 struct EpochLog {
@@ -73,6 +83,22 @@ struct TrainResult {
 };
 
 TrainResult train_cost_model(const Dataset& data, const Split& split, const TrainOptions& options);
+
+/// The model-selection rules (TrainOptions::select): "pairwise" (validation pairwise accuracy, ties
+/// by top-1), "top1" / "top5" (validation top-k task mean, ties by pairwise accuracy), "last" (the
+/// last epoch: no early stopping). docs/design.md ("Model selection") has the study behind the default.
+const std::vector<std::string>& selection_rules();
+
+/// The key an epoch's log entry is compared by under rule `select` (higher is better; the second
+/// value breaks ties). Throws tclm::Error naming the rules for an unknown one.
+std::pair<double, double> selection_key(const std::string& select, const EpochLog& e);
+
+/// Whether epoch `now` replaces the kept epoch under rule `select`: a higher key by more than 1e-9,
+/// or an equal one (within 1e-9) with a tie-breaker higher by more than 1e-6.
+bool better_epoch(const std::string& select, const EpochLog& now, const EpochLog& kept);
+
+/// The figure a rule selects by, for messages ("pairwise accuracy", "top-1", ...).
+const char* selection_figure(const std::string& select);
 
 /// The first epoch whose model train_cost_model may keep as the best one: the first that ends at or
 /// after the learning-rate warm-up (max(1, floor(warmup_fraction * total_steps)) steps). Earlier

@@ -91,6 +91,26 @@ if(rc EQUAL 0 OR NOT err MATCHES "sampling.csv:8: 4 fields, expected 18")
   message(FATAL_ERROR "study-sampling --resume accepted a damaged row: rc ${rc}:\n${err}")
 endif()
 
+# --curves: one row per epoch of the run, and the kept epoch's test top-1 there equals the final
+# evaluation's in sampling.csv (the same model, evaluated during training and after it).
+run(study-sampling -d k80=${DATA}/k80/pooling --rates 0.5 --samplers random --seeds 1 --epochs 3 --patience 100
+    --min-steps 0 --test-fraction 0.3 --quiet --curves -o ${OUT}/curves)
+count_lines(${OUT}/curves/curves.csv n_curve)
+if(NOT n_curve EQUAL 3)
+  message(FATAL_ERROR "study-sampling --curves: ${n_curve} rows, expected 3 (one per epoch)")
+endif()
+file(STRINGS ${OUT}/curves/sampling.csv srows)
+list(GET srows 1 srow)
+string(REPLACE "," ";" sf "${srow}")
+list(GET sf 5 s_top1)
+list(GET sf 16 s_best)
+file(STRINGS ${OUT}/curves/curves.csv crow REGEX "^random,0.5,0,${s_best},")
+string(REPLACE "," ";" cf "${crow}")
+list(GET cf 8 c_top1)
+if(NOT c_top1 STREQUAL s_top1)
+  message(FATAL_ERROR "curves.csv: epoch ${s_best}'s test top-1 ${c_top1}, sampling.csv's ${s_top1}")
+endif()
+
 # transfer: k80 -> v100 with TCL and target-only: 2 TCL phases x 2 platforms + 1 = 5 rows, and a
 # deployable knowledge base that tclm eval accepts.
 run(transfer -d k80=${DATA}/k80/pooling -d v100=${DATA}/v100/pooling --sources k80 --target v100 --budget 0.3
@@ -100,4 +120,4 @@ run(eval -m ${OUT}/transfer/kb.tclm -d v100=${DATA}/v100/pooling --test-fraction
 if(NOT last_out MATCHES "pairwise")
   message(FATAL_ERROR "eval of the knowledge base printed no report:\n${last_out}")
 endif()
-message("sample ok: ${n_picked} picks, study rows: ${n_study}, transfer rows: ${n_phases}")
+message("sample ok: ${n_picked} picks, study rows: ${n_study}, curve rows: ${n_curve}, transfer rows: ${n_phases}")

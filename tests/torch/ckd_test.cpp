@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "distill/ckd.h"
 #include "test_util.h"
@@ -235,5 +236,37 @@ TEST(Batches, CountMatchesMakeBatches) {
     Dataset sub = d.subset(few);
     EXPECT_EQ(count_batches(sub, tasks, batch, group),
               static_cast<int64_t>(make_batches(sub, tasks, batch, group, rng).size()));
+  }
+}
+
+// Both CKD phases keep the epoch the trainer's rule picks (CkdOptions::select): "pairwise" the
+// first epoch of the highest validation pairwise accuracy of the phase's curve (on this slice the
+// validation top-1 is flat, so only the pairwise accuracy tells epochs apart), "last" the last one.
+TEST(Ckd, PhasesKeepTheEpochOfTheSelectionRule) {
+  Dataset d = load_embedded("k80", "k80/pooling");
+  Split s = make_split(d, SplitOptions{});
+  ASSERT_FALSE(s.valid.empty());
+  auto first_max = [](const std::vector<double>& v) {
+    return static_cast<int>(std::max_element(v.begin(), v.end()) - v.begin()) + 1;  // first of equal maxima
+  };
+  for (const std::string rule : {"pairwise", "last"}) {
+    CkdOptions o = tiny_options();
+    o.epochs_cl = 4;
+    o.epochs_kd = 4;
+    o.select = rule;
+    KnowledgeBase kb(o.kb, 0);
+    const CkdPhaseLog log = learn_platform(kb, d, s.train, s.valid, "k80", o);
+    ASSERT_EQ(log.cl_valid_pairwise.size(), 4u);
+    ASSERT_EQ(log.kd_valid_pairwise.size(), 4u);
+    std::printf("%s: CL pairwise %.4f %.4f %.4f %.4f kept %d; KD pairwise %.4f %.4f %.4f %.4f kept %d\n", rule.c_str(),
+                log.cl_valid_pairwise[0], log.cl_valid_pairwise[1], log.cl_valid_pairwise[2], log.cl_valid_pairwise[3],
+                log.cl_kept_epoch, log.kd_valid_pairwise[0], log.kd_valid_pairwise[1], log.kd_valid_pairwise[2],
+                log.kd_valid_pairwise[3], log.kd_kept_epoch);
+    const int want_cl = rule == "last" ? 4 : first_max(log.cl_valid_pairwise);
+    const int want_kd = rule == "last" ? 4 : first_max(log.kd_valid_pairwise);
+    EXPECT_EQ(log.cl_kept_epoch, want_cl) << rule;
+    EXPECT_EQ(log.kd_kept_epoch, want_kd) << rule;
+    EXPECT_EQ(log.ac_valid_top1, log.cl_valid_top1[log.cl_kept_epoch - 1]);
+    EXPECT_EQ(log.kb_valid_top1, log.kd_valid_top1[log.kd_kept_epoch - 1]);
   }
 }

@@ -2,8 +2,11 @@
 // programs of workloads it never saw clearly better than a random ranking of the same tasks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "test_util.h"
 #include "tclm/dataset.h"
+#include "tclm/error.h"
 #include "tclm/evaluation.h"
 #include "train/trainer.h"
 
@@ -111,5 +114,46 @@ TEST(Learning, BestModelIsNeverAWarmUpEpoch) {
     ASSERT_EQ(r.log.size(), 3u);
     EXPECT_EQ(r.log[0].valid_top1, r.log[2].valid_top1) << "the epochs were meant to tie";
     EXPECT_EQ(r.best_epoch, want) << "warm-up fraction " << warmup;
+  }
+}
+
+// The kept epoch is the best of the run's own log by the rule's figure (a naive maximum over the
+// log, patience large enough for every epoch to run); "last" keeps the last epoch and never stops
+// early, even with patience 1; an unknown rule is refused before any training.
+TEST(Learning, KeptEpochIsTheBestOfTheLogByTheSelectionRule) {
+  Dataset d = Dataset::load({DataSource::parse("k80=" + test::source_dir() + "/data/records/k80/pooling")}, LoadOptions{});
+  SplitOptions so;
+  so.test_fraction = 0.2;
+  Split s = make_split(d, so);
+  ASSERT_FALSE(s.valid.empty());
+  for (const char* rule : {"pairwise", "top1", "top5"}) {
+    TrainOptions o;
+    o.epochs = 5;
+    o.patience = 100;
+    o.warmup_fraction = 0.0;  // every epoch selectable
+    o.progress = false;
+    o.select = rule;
+    TrainResult r = train_cost_model(d, s, o);
+    ASSERT_EQ(r.log.size(), 5u);
+    double best = -1;
+    for (const EpochLog& e : r.log) best = std::max(best, selection_key(rule, e).first);
+    ASSERT_GE(r.best_epoch, 1);
+    EXPECT_NEAR(selection_key(rule, r.log[r.best_epoch - 1]).first, best, 1e-9) << rule;
+    EXPECT_EQ(r.best_valid_top1, r.log[r.best_epoch - 1].valid_top1) << rule;
+  }
+  TrainOptions o;
+  o.epochs = 4;
+  o.patience = 1;
+  o.progress = false;
+  o.select = "last";
+  TrainResult r = train_cost_model(d, s, o);
+  EXPECT_EQ(r.log.size(), 4u);
+  EXPECT_EQ(r.best_epoch, 4);
+  o.select = "top-1";
+  try {
+    train_cost_model(d, s, o);
+    ADD_FAILURE() << "an unknown rule was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pairwise, top1, top5, last"), std::string::npos) << e.what();
   }
 }
