@@ -219,8 +219,9 @@ std::string study_table(const std::vector<StudyRow>& rows, const RankingReport& 
 }
 
 // The version of the study's runs, recorded in study_options.txt: 2 = the trainer never keeps a
-// warm-up epoch as the best model (2026-12-01); 3 = the kept epoch follows --select (default
-// pairwise; before, the validation top-1) in the final and the between-round models.
+// warm-up epoch as the best model (2026-12-01); 3 = the final models' kept epoch follows --select
+// (default pairwise; before, the validation top-1); the between-round models use the trainer's
+// default rule (pairwise), whatever --select says.
 constexpr int kStudyVersion = 3;
 
 constexpr const char* kStudyCsvHeader =

@@ -13,13 +13,15 @@ epoch's test figures. Rules:
   top1      validation top-1 task mean, ties broken by validation pairwise accuracy (the trainer
             before 2026-12-01)
   top5      validation top-5 task mean, ties by pairwise
-  pairwise  validation pairwise accuracy
+  pairwise  validation pairwise accuracy, ties by validation top-1 task mean
   last      no early stopping: the last planned epoch
   oracle    the epoch with the best test top-1 task mean (an upper bound, not a rule)
 
 Epochs that end inside the learning-rate warm-up are never kept once a later one exists (as in
 the trainer); the warm-up's epoch count is estimated from the planned epochs (the curves do not
-hold the steps per epoch): ceil(warmup * planned epochs).
+hold the steps per epoch): max(1, ceil(warmup * planned epochs)). This matches the trainer when
+--min-steps sets the planned epochs (steps per epoch * planned ~ min-steps), not in general: the
+replay is exact only then.
 Prints a markdown table: mean over runs of the kept epoch's test top-1 (pooled and task mean) and
 top-5 (pooled), per rule and per (sampler, rate); and how often each rule's run falls below a
 random ranking's pooled top-5 when --random-top5 is given.
@@ -39,7 +41,7 @@ def key_of(rule, e):
     if rule == "top5":
         return (e["valid_top5_task_mean"], e["valid_pairwise"])
     if rule == "pairwise":
-        return (e["valid_pairwise"],)
+        return (e["valid_pairwise"], e["valid_top1_task_mean"])
     raise ValueError(rule)
 
 

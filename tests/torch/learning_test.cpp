@@ -157,3 +157,37 @@ TEST(Learning, KeptEpochIsTheBestOfTheLogByTheSelectionRule) {
     EXPECT_NE(std::string(e.what()).find("pairwise, top1, top5, last"), std::string::npos) << e.what();
   }
 }
+
+// The rules on made-up log entries where the figures disagree, against the fields they name, and the
+// tolerances of better_epoch (1e-9 on the key, 1e-6 on the tie-breaker).
+TEST(Learning, SelectionRulesCompareTheFiguresTheyName) {
+  EpochLog a, b;
+  a.epoch = 3;
+  a.valid_top1 = 0.90;
+  a.valid_top5 = 0.95;
+  a.valid_pairwise = 0.60;
+  b.epoch = 4;
+  b.valid_top1 = 0.80;
+  b.valid_top5 = 0.97;
+  b.valid_pairwise = 0.70;
+  EXPECT_TRUE(better_epoch("pairwise", b, a));   // 0.70 > 0.60, although its top-1 is lower
+  EXPECT_FALSE(better_epoch("pairwise", a, b));
+  EXPECT_TRUE(better_epoch("top1", a, b));       // 0.90 > 0.80, although its pairwise is lower
+  EXPECT_FALSE(better_epoch("top1", b, a));
+  EXPECT_TRUE(better_epoch("top5", b, a));       // 0.97 > 0.95
+  EXPECT_TRUE(better_epoch("last", b, a));       // a later epoch always replaces
+  EXPECT_FALSE(better_epoch("last", a, b));
+  // Ties: an equal key within 1e-9 is decided by the tie-breaker, which must win by more than 1e-6.
+  EpochLog c = a;
+  c.valid_pairwise = a.valid_pairwise + 5e-10;
+  c.valid_top1 = a.valid_top1 + 2e-6;
+  EXPECT_TRUE(better_epoch("pairwise", c, a));
+  c.valid_top1 = a.valid_top1 + 5e-7;
+  EXPECT_FALSE(better_epoch("pairwise", c, a));
+  c.valid_pairwise = a.valid_pairwise + 2e-9;  // a higher key by more than 1e-9 wins outright
+  EXPECT_TRUE(better_epoch("pairwise", c, a));
+  EXPECT_EQ(selection_key("pairwise", b), std::make_pair(0.70, 0.80));
+  EXPECT_EQ(selection_key("top1", b), std::make_pair(0.80, 0.70));
+  EXPECT_EQ(selection_key("top5", b), std::make_pair(0.97, 0.70));
+  EXPECT_THROW(selection_key("loss", b), Error);
+}
