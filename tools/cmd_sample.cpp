@@ -502,20 +502,34 @@ Command add_study_sampling_command(CLI::App& app) {
                      if (old.compare(0, curves_header.size(), curves_header) != 0)
                        throw Error(curves_path + ":1: not a curves.csv of this tclm version; move it away or drop "
                                    "--resume");
+                     // A kept run's curve is kept only when whole: one row per epoch it ran (a run killed
+                     // under --curves and finished later without it has a partial curve).
+                     std::map<std::tuple<std::string, double, int>, std::vector<std::string>> by_run;
                      int line_no = 1;
                      for (const std::string& line : split_lines(old.substr(curves_header.size()))) {
                        ++line_no;
                        if (line.empty()) continue;
                        const std::vector<std::string> f = split_list(line);
-                       bool keep = false;
                        try {
                          if (f.size() != 13) throw std::invalid_argument(line);
-                         keep = done.count({f[0], parse_csv_number(f[1]), static_cast<int>(parse_csv_number(f[2]))}) > 0;
+                         by_run[{f[0], parse_csv_number(f[1]), static_cast<int>(parse_csv_number(f[2]))}].push_back(line);
                        } catch (const std::exception&) {
                          throw Error(fmt::format("{}:{}: not a curves.csv row: '{}'", curves_path, line_no, line));
                        }
-                       if (keep) curves_csv += line + "\n";
                      }
+                     size_t partial = 0;
+                     for (const StudyRow& r : rows) {
+                       const auto it = by_run.find({r.sampler, r.rate, r.seed});
+                       if (it == by_run.end()) continue;
+                       if (it->second.size() != static_cast<size_t>(r.epochs)) {
+                         ++partial;
+                         continue;
+                       }
+                       for (const std::string& line : it->second) curves_csv += line + "\n";
+                     }
+                     if (partial > 0)
+                       std::fprintf(stderr, "resume: %zu kept runs have a partial curve in %s (left out)\n", partial,
+                                    curves_path.c_str());
                    }
                    auto train_eval = [&](const Dataset& sub, int seed, StudyRow* row) {
                      TrainOptions to = o->train;

@@ -110,6 +110,25 @@ list(GET cf 8 c_top1)
 if(NOT c_top1 STREQUAL s_top1)
   message(FATAL_ERROR "curves.csv: epoch ${s_best}'s test top-1 ${c_top1}, sampling.csv's ${s_top1}")
 endif()
+# --resume --curves keeps a whole curve and drops a partial one (here: a run's curve cut to 2 rows).
+file(READ ${OUT}/curves/curves.csv curves_whole)
+run(study-sampling -d k80=${DATA}/k80/pooling --rates 0.5 --samplers random --seeds 1 --epochs 3 --patience 100
+    --min-steps 0 --test-fraction 0.3 --quiet --curves --resume -o ${OUT}/curves)
+file(READ ${OUT}/curves/curves.csv curves_again)
+if(NOT curves_again STREQUAL curves_whole)
+  message(FATAL_ERROR "study-sampling --resume --curves changed a whole curve:\n${curves_again}")
+endif()
+file(STRINGS ${OUT}/curves/curves.csv crows_all)
+list(SUBLIST crows_all 0 3 crows_cut)
+list(JOIN crows_cut "\n" crows_cut)
+file(WRITE ${OUT}/curves/curves.csv "${crows_cut}\n")
+execute_process(COMMAND ${TCLM} study-sampling -d k80=${DATA}/k80/pooling --rates 0.5 --samplers random --seeds 1
+                --epochs 3 --patience 100 --min-steps 0 --test-fraction 0.3 --quiet --curves --resume -o ${OUT}/curves
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+count_lines(${OUT}/curves/curves.csv n_cut)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "1 kept runs have a partial curve" OR NOT n_cut EQUAL 0)
+  message(FATAL_ERROR "study-sampling --resume --curves kept a partial curve (${n_cut} rows): rc ${rc}:\n${err}")
+endif()
 
 # transfer: k80 -> v100 with TCL and target-only: 2 TCL phases x 2 platforms + 1 = 5 rows, and a
 # deployable knowledge base that tclm eval accepts.
