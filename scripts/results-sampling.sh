@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces "The current result" of docs/sampler.md: tclm study-sampling (samplers x sampling rates x
+# Reproduces the real-split tables of docs/sampler.md ("RDU options chosen on a tuning split"): tclm study-sampling (samplers x sampling rates x
 # seeds; each run trains the cost model on the picked programs and evaluates on held-out workloads)
 # on one GPU (K80) and one CPU (Platinum 8358) of ../shared/data: random and RDU at 10% and all data,
 # 3 seeds, every model at least 400 optimizer steps (--min-steps), so a 10% budget is not simply
@@ -8,15 +8,16 @@
 # directory to start over (a directory of an older study, or of other options, is refused).
 # Usage: scripts/results-sampling.sh [extra study-sampling args, other than the --samplers, --rates,
 # --seeds, --epochs, --patience and --min-steps set here]
-# Env: TCLM_RESULTS_OUT (default out/sampler-study-v3: the model selection by validation pairwise
-# accuracy; v2 was the validation top-1), TCLM_BIN, WITH_RATES=1. CURVES=1 adds --curves
+# Env: TCLM_RESULTS_OUT (default out/sampler-study-v4: RDU with one pick per cluster, chosen by
+# scripts/tune-sampler.sh; v3 had 4 picks per cluster, v2 also selected models by the validation
+# top-1), TCLM_BIN, WITH_RATES=1. CURVES=1 adds --curves
 # (curves.csv: every epoch's validation and test figures; one more test evaluation per epoch).
 # Measured on 2 vCPUs: 2-4.5 min per run; 18 runs (36-70 min) for both platforms' 10%/100% runs,
 # 12 more per platform with WITH_RATES=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=${TCLM_SHARED_DATA:-../shared/data}
-out=${TCLM_RESULTS_OUT:-out/sampler-study-v3}
+out=${TCLM_RESULTS_OUT:-out/sampler-study-v4}
 bin=${TCLM_BIN:-./build/tclm}
 mkdir -p "$out"
 common=(--cache-dir out/cache --epochs 6 --patience 3 --min-steps 400 --samplers random,rdu --resume --quiet)

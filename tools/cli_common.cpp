@@ -46,10 +46,14 @@ std::string apply_model_split(const std::string& metadata_json, const CLI::App& 
   if (cmd.count("--split-seed") == 0) d->split_seed = seed;
   if (cmd.count("--test-fraction") == 0) d->test_fraction = test;
   if (cmd.count("--valid-fraction") == 0) d->valid_fraction = valid;
+  bool tuning = false;
+  if (extra["tuning_split"].get(tuning) != simdjson::SUCCESS) tuning = false;  // models before the option
+  if (cmd.count("--tuning-split") + cmd.count("--no-tuning-split") == 0) d->tuning_split = tuning;
   if (cmd.count("--max-steps") == 0 && extra["max_steps"].get(max_steps) == simdjson::SUCCESS) {
     d->max_steps = static_cast<int>(max_steps);
   }
-  return fmt::format("split {} seed {} test {} valid {}", d->split, d->split_seed, d->test_fraction, d->valid_fraction);
+  return fmt::format("split {} seed {} test {} valid {}{}", d->split, d->split_seed, d->test_fraction, d->valid_fraction,
+                     d->tuning_split ? " tuning split" : "");
 }
 
 std::string info_text(const DataSummary& d) {
@@ -100,6 +104,10 @@ std::string reports_json(const std::vector<RankingReport>& reports) {
 void print_split(const Dataset& d, const Split& s) {
   std::fprintf(stderr, "split: %zu train / %zu valid / %zu test tasks (%lld tasks with < 2 programs left out)\n",
                s.train.size(), s.valid.size(), s.test.size(), static_cast<long long>(s.too_small));
+  if (s.held_out > 0) {
+    std::fprintf(stderr, "tuning split: the %lld tasks of the real test part are left out; 'test' below is a part of "
+                         "the training side\n", static_cast<long long>(s.held_out));
+  }
 }
 
 std::vector<std::string> split_list(const std::string& s) {

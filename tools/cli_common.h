@@ -37,6 +37,7 @@ struct DataOptions {
   double valid_fraction = 0.1;
   uint64_t split_seed = 0;
   std::string split = "task";
+  bool tuning_split = false;
 
   void add_to(CLI::App* app, bool with_split) {
     app->add_option("-d,--data", sources,
@@ -57,6 +58,12 @@ struct DataOptions {
                       "Unit held out: 'task' (workload key, on every platform at once) or 'group' (a whole "
                       "data directory / network, e.g. tvm_ansor_bench/<net>)")
           ->check(CLI::IsMember({"task", "group"}));
+      app->add_flag("--tuning-split,!--no-tuning-split", tuning_split,
+                    "Choose options without touching the test tasks: leave the split's test tasks out entirely "
+                    "and split the rest again (a second hash, the same fractions), so that the figures reported "
+                    "as 'test' are on tasks taken from the training side. Report final figures without it "
+                    "(--no-tuning-split: eval of a model trained with it, on the real split). docs/design.md, "
+                    "'Tuning split'");
     }
   }
 
@@ -97,6 +104,7 @@ struct DataOptions {
     so.valid_fraction = valid_fraction;
     so.seed = split_seed;
     so.mode = split == "group" ? SplitMode::kGroup : SplitMode::kTask;
+    so.tuning = tuning_split;
     return so;
   }
 };

@@ -272,9 +272,9 @@ struct StudyOptions {
   std::string fingerprint(const std::string& label, int seed) const {
     std::string srcs;
     for (const auto& src : data.sources) srcs += src + ";";
-    return fmt::format("{} seed={} data={} max_steps={} split={}:{}:{}:{} epochs={} patience={} min_steps={} select={}", label,
+    return fmt::format("{} seed={} data={} max_steps={} split={}:{}:{}:{}{} epochs={} patience={} min_steps={} select={}", label,
                        seed, srcs, data.max_steps, data.split, data.split_seed, data.test_fraction,
-                       data.valid_fraction, train.epochs, train.patience, train.min_steps, train.select);
+                       data.valid_fraction, data.tuning_split ? ":tuning" : "", train.epochs, train.patience, train.min_steps, train.select);
   }
 
   Dataset load_and_split(Split* s) {

@@ -43,6 +43,10 @@ void add_sampler_options(CLI::App* cmd, ActiveSamplingOptions* a, bool with_mode
   cmd->add_option("--prefilter", a->sampler.prefilter_fraction,
                   "RDU: fraction of every cluster kept by the representativeness pass")
       ->check(CLI::Range(0.001, 1.0));
+  cmd->add_option("--picks-per-cluster", a->sampler.picks_per_cluster,
+                  "RDU: k-means clusters = ceil(budget / this), at most 1024 (per task in the per-task selection). "
+                  "1 (the default, chosen on a tuning split; docs/sampler.md): one cluster per pick")
+      ->check(CLI::Range(1.0, 1e9));
   cmd->add_option("--min-per-task", a->per_task.min_per_task, "Programs picked at least per task")
       ->check(CLI::Range(0, 1000000));
   if (with_model) {
@@ -566,7 +570,7 @@ Command add_study_sampling_command(CLI::App& app) {
                      for (double rate : rates) {
                        if (rate >= 1.0) {  // all data: the same for every sampler
                          if (done.count({"all", 1.0, seed})) continue;
-                         StudyRow row{"all", 1.0, seed, pool_size, pool_size};
+                         StudyRow row{"all", 1.0, seed, pool_size, pool_size, {}};
                          train_eval(d, seed, &row);
                          add_row(std::move(row));
                          continue;
@@ -583,7 +587,7 @@ Command add_study_sampling_command(CLI::App& app) {
                          a.progress = !o->quiet;
                          ActiveSamplingLog log;
                          const auto picked = active_select(d, pool_tasks, a, &log);
-                         StudyRow row{sample_method_name(m), rate, seed, picked.size(), pool_size};
+                         StudyRow row{sample_method_name(m), rate, seed, picked.size(), pool_size, {}};
                          row.select_seconds = log.seconds_select;
                          row.model_seconds = log.seconds_model;
                          train_eval(d.subset(picked), seed, &row);

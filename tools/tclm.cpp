@@ -238,9 +238,9 @@ int main(int argc, char** argv) {
         data_desc += fmt::format("{}\"{}={}\"", data_desc.empty() ? "" : ", ", json_escape(src.platform), json_escape(src.path));
       }
       to.metadata_json = fmt::format("{{\"data\": [{}], \"split\": \"{}\", \"split_seed\": {}, \"test_fraction\": {}, "
-                                     "\"valid_fraction\": {}, \"max_steps\": {}}}",
+                                     "\"valid_fraction\": {}, \"tuning_split\": {}, \"max_steps\": {}}}",
                                      data_desc, train_data.split, train_data.split_seed, train_data.test_fraction,
-                                     train_data.valid_fraction, train_data.max_steps);
+                                     train_data.valid_fraction, train_data.tuning_split, train_data.max_steps);
       if (s.test.empty()) {
         std::fprintf(stderr, "warning: the split has no test task (%zu tasks): the held-out report will be empty; raise "
                              "--test-fraction or change --split-seed\n", d.tasks().size());

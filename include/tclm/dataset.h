@@ -153,15 +153,23 @@ struct SplitOptions {
   uint64_t seed = 0;
   SplitMode mode = SplitMode::kTask;
   int min_programs = 2;  // tasks with fewer valid programs are left out of every part (counted)
+  /// Tuning split (nested; `--tuning-split`): the test units of the split above are left out of every
+  /// part (counted in Split::held_out), and the remaining units are split again, by a second hash of
+  /// (seed, unit), with the same fractions. Its train/valid/test all come from the outer train+valid
+  /// side, so options (sampler weights, EWC strength, epochs) can be chosen on its test figures
+  /// without the real test tasks ever being read; final figures are then reported without it.
+  bool tuning = false;
 };
 
 /// Task indices of each part. Deterministic: a unit (workload key in kTask mode, so the same
 /// workload is held out on every platform; group name in kGroup mode) goes to a part by a hash of
 /// (seed, unit), independent of the order of the data. In kGroup mode a task that occurs in any
-/// test group is a test task (no test task is ever seen in training).
+/// test group is a test task (no test task is ever seen in training). Throws tclm::Error when the
+/// fractions are negative or sum to 1 or more.
 struct Split {
   std::vector<uint32_t> train, valid, test;
   int64_t too_small = 0;  // tasks left out for having < min_programs programs
+  int64_t held_out = 0;   // tuning split only: tasks of the outer test part, left out of every part
 };
 Split make_split(const Dataset& data, const SplitOptions& options);
 

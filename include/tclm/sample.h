@@ -49,9 +49,15 @@ struct SamplerOptions {
   double w_unc = 1.0;
   // rdu: fraction of every cluster's candidates kept by the representativeness pass, in (0, 1].
   double prefilter_fraction = 0.3;
-  // rdu: number of k-means clusters; 0 = auto = clamp(ceil(budget / 4), 1, 1024) (about four picks
-  // per cluster, so that diversity acts inside every cluster). Clipped to the number of points.
+  // rdu: number of k-means clusters; 0 = auto = clamp(ceil(budget / picks_per_cluster), 1, 1024).
+  // Clipped to the number of points.
   int n_clusters = 0;
+  // rdu, auto k only: budget per cluster, finite and >= 1. Default 1: one cluster per pick, so a
+  // cold-start round picks the most representative point of each of `budget` clusters (diversity
+  // acts between clusters through k-means, and inside a cluster only against earlier rounds' picks).
+  // Chosen on the K80's tuning split over 4 (the earlier default), 2 and 1 (docs/sampler.md,
+  // "RDU options chosen on a tuning split").
+  double picks_per_cluster = 1.0;
   int kmeans_iterations = 20;  // Lloyd iterations (faiss), >= 1
   // rdu: k-means is trained on a seeded subsample of max(kmeans_train_points, 16 * k) points (all
   // of them when the pool is smaller); every point is then assigned to its nearest centre. >= 1.

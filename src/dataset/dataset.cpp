@@ -352,22 +352,33 @@ Split make_split(const Dataset& data, const SplitOptions& o) {
                             "them", o.test_fraction, o.valid_fraction));
   }
   // A unit's position in [0, 1): < test -> test; < test + valid -> valid; else train.
-  auto part_of = [&](std::string_view unit) {
-    double u = static_cast<double>(fnv1a64(unit, o.seed) >> 11) * 0x1.0p-53;
+  auto part_of = [&](std::string_view unit, uint64_t seed) {
+    double u = static_cast<double>(fnv1a64(unit, seed) >> 11) * 0x1.0p-53;
     return u < o.test_fraction ? 0 : (u < o.test_fraction + o.valid_fraction ? 1 : 2);
   };
+  // The tuning split's second hash: a seed derived from the user's, so its parts are independent of
+  // the outer split's (and change with --split-seed like them).
+  const uint64_t inner_seed = fnv1a64("tclm tuning split", o.seed);
   Split s;
   const auto& tasks = data.tasks();
+  auto task_part = [&](uint32_t t, uint64_t seed) {
+    if (o.mode == SplitMode::kTask) return part_of(tasks[t].workload_key, seed);
+    int part = 2;
+    for (int g : tasks[t].groups) part = std::min(part, part_of(data.groups()[g], seed));
+    return part;
+  };
   for (uint32_t t = 0; t < tasks.size(); ++t) {
     if (static_cast<int>(tasks[t].programs.size()) < o.min_programs) {
       ++s.too_small;
       continue;
     }
-    int part = 2;
-    if (o.mode == SplitMode::kTask) {
-      part = part_of(tasks[t].workload_key);
-    } else {
-      for (int g : tasks[t].groups) part = std::min(part, part_of(data.groups()[g]));
+    int part = task_part(t, o.seed);
+    if (o.tuning) {
+      if (part == 0) {
+        ++s.held_out;
+        continue;
+      }
+      part = task_part(t, inner_seed);
     }
     (part == 0 ? s.test : part == 1 ? s.valid : s.train).push_back(t);
   }

@@ -33,6 +33,10 @@ double seconds_since(Clock::time_point t0) {
 }
 
 constexpr std::size_t kMaxAutoClusters = 1024;
+// ceil(budget / picks_per_cluster), exact for integer ratios (ceil(x - 1e-9) as in the quotas).
+std::size_t auto_clusters(std::size_t budget, double picks_per_cluster) {
+  return static_cast<std::size_t>(std::ceil(static_cast<double>(budget) / picks_per_cluster - 1e-9));
+}
 constexpr std::size_t kAssignBlock = 16384;
 constexpr std::size_t kSeedPoints = 16384;  // k-means++ seeding sample: max(this, 16 k) points
 
@@ -100,7 +104,8 @@ std::vector<uint32_t> select_rdu(const Pool& pool, std::size_t budget, const Sam
   // ---- k-means
   t0 = Clock::now();
   std::size_t k = o.n_clusters > 0 ? static_cast<std::size_t>(o.n_clusters)
-                                   : std::clamp<std::size_t>((budget + 3) / 4, 1, kMaxAutoClusters);
+                                   : std::clamp<std::size_t>(auto_clusters(budget, o.picks_per_cluster), 1,
+                                                             kMaxAutoClusters);
   k = std::min(k, n);
   if (u == 0) k = 1;  // every point is the same point
   const std::size_t n_train = std::min<std::size_t>(

@@ -38,6 +38,8 @@ void validate_options(const SamplerOptions& o) {
                "prefilter_fraction must be in (0, 1], got " + std::to_string(o.prefilter_fraction));
   check_option(o.n_clusters >= 0, "n_clusters must be >= 0 (0 = auto), got " +
                                       std::to_string(o.n_clusters));
+  check_option(std::isfinite(o.picks_per_cluster) && o.picks_per_cluster >= 1.0,
+               "picks_per_cluster must be finite and >= 1, got " + std::to_string(o.picks_per_cluster));
   check_option(o.kmeans_iterations >= 1,
                "kmeans_iterations must be >= 1, got " + std::to_string(o.kmeans_iterations));
   check_option(o.kmeans_train_points >= 1, "kmeans_train_points must be >= 1, got " +

@@ -148,6 +148,55 @@ TEST(Split, GroupModeHoldsOutWholeDirectories) {
   bool shared_in_test = false;
   for (uint32_t t : s.test) shared_in_test |= d.tasks()[t].workload_key == "shared";
   EXPECT_TRUE(shared_in_test);
+  // The tuning split in group mode: the outer test tasks (the shared one among them) are held out,
+  // and the inner parts again hold out whole groups.
+  so.tuning = true;
+  const Split inner = make_split(d, so);
+  EXPECT_EQ(inner.held_out, static_cast<int64_t>(s.test.size()));
+  ASSERT_FALSE(inner.test.empty());
+  std::set<int> inner_test_groups;
+  for (uint32_t t : inner.test) {
+    EXPECT_NE(d.tasks()[t].workload_key, "shared");
+    inner_test_groups.insert(d.tasks()[t].groups.begin(), d.tasks()[t].groups.end());
+  }
+  for (uint32_t t : inner.train) {
+    for (int g : d.tasks()[t].groups) EXPECT_EQ(inner_test_groups.count(g), 0u) << d.tasks()[t].workload_key;
+    EXPECT_EQ(test_groups.count(d.tasks()[t].groups[0]), 0u);
+  }
+}
+
+// The tuning split never reads a real test task: its three parts are a re-split of the outer
+// train + valid side (the same tasks, redistributed), its held-out count is the outer test size,
+// and its own test part is a real part (of the expected size), not empty and not the outer test.
+TEST(Split, TuningSplitResplitsTheTrainingSideOnly) {
+  test::TempDir dir;
+  std::string text;
+  for (int t = 0; t < 400; ++t) text += rec("W" + std::to_string(t), "llvm", {1.0}) + rec("W" + std::to_string(t), "llvm", {2.0});
+  test::write_text(dir.file("a.json"), text);
+  Dataset d = Dataset::load({DataSource::parse("x=" + dir.path.string())}, LoadOptions{});
+  SplitOptions so;
+  const Split outer = make_split(d, so);
+  so.tuning = true;
+  const Split inner = make_split(d, so);
+  EXPECT_EQ(inner.held_out, static_cast<int64_t>(outer.test.size()));
+  EXPECT_EQ(outer.held_out, 0);
+  std::set<uint32_t> outer_side(outer.train.begin(), outer.train.end()), inner_all;
+  outer_side.insert(outer.valid.begin(), outer.valid.end());
+  for (auto* part : {&inner.train, &inner.valid, &inner.test}) inner_all.insert(part->begin(), part->end());
+  EXPECT_EQ(inner_all, outer_side);
+  EXPECT_EQ(inner.train.size() + inner.valid.size() + inner.test.size(), outer_side.size());
+  const std::set<uint32_t> outer_test(outer.test.begin(), outer.test.end());
+  for (uint32_t t : inner.test) EXPECT_EQ(outer_test.count(t), 0u);
+  // 20% / 10% of the ~320 remaining units, within 4 standard deviations.
+  const double m = static_cast<double>(outer_side.size());
+  EXPECT_NEAR(static_cast<double>(inner.test.size()), 0.2 * m, 4 * std::sqrt(m * 0.2 * 0.8));
+  EXPECT_NEAR(static_cast<double>(inner.valid.size()), 0.1 * m, 4 * std::sqrt(m * 0.1 * 0.9));
+  // A second hash, not the first again: some outer training tasks become tuning test tasks.
+  const std::set<uint32_t> outer_train(outer.train.begin(), outer.train.end());
+  int moved = 0;
+  for (uint32_t t : inner.test) moved += static_cast<int>(outer_train.count(t));
+  EXPECT_GT(moved, 0);
+  EXPECT_EQ(make_split(d, so).test, inner.test);  // deterministic
 }
 
 TEST(Cache, SecondLoadReadsTheCacheAndGivesTheSameDataset) {

@@ -238,8 +238,27 @@ TEST(RduQuotas, ByHand) {
   EXPECT_EQ(cluster_quotas({2, 3, 50}, {1, 0, 10}, 44), (std::vector<int64_t>{1, 3, 40}));
 }
 
-// Blobs of 2000, 600, 150, 30 and 8 points; budget 40 (k = 10 clusters by default). rdu covers
-// every blob: k-means++ seeding puts a centre in each far-away blob and every cluster gets a pick.
+// k = ceil(budget / picks_per_cluster): 40 / 1 = 40 (the default), 40 / 4 = 10, 40 / 3 = 13.33 -> 14;
+// below 1 is refused.
+TEST(Rdu, PicksPerClusterSetsTheNumberOfClusters) {
+  const Blobs b = make_blobs(kBlobSizes, 8, 4);
+  SamplePool pool{b.x, b.dim, {}, {}, {}};
+  EXPECT_EQ(SamplerOptions{}.picks_per_cluster, 1.0);
+  for (auto [ppc, k] : {std::pair{4.0, 10}, {1.0, 40}, {3.0, 14}, {40.0, 1}}) {
+    SamplerOptions o = with_method(SampleMethod::kRdu);
+    o.picks_per_cluster = ppc;
+    SampleReport rep;
+    EXPECT_EQ(select_samples(pool, 40, o, &rep).size(), 40u);
+    EXPECT_EQ(rep.n_clusters, k) << "picks_per_cluster " << ppc;
+  }
+  SamplerOptions bad = with_method(SampleMethod::kRdu);
+  bad.picks_per_cluster = 0.5;
+  EXPECT_THROW(select_samples(pool, 40, bad), Error);
+}
+
+// Blobs of 2000, 600, 150, 30 and 8 points; budget 40 (k = 10 clusters with 4 picks per cluster;
+// the default of 1 gives 40 clusters, an easier case). rdu covers every blob: k-means++ seeding
+// puts a centre in each far-away blob and every cluster gets a pick.
 // Random sampling misses the 8-point blob with probability (1 - 8/2788)^40 = 0.89, so most seeds
 // leave a blob out.
 TEST(Rdu, CoversEveryBlobWhereRandomMissesSmallOnes) {
@@ -249,6 +268,7 @@ TEST(Rdu, CoversEveryBlobWhereRandomMissesSmallOnes) {
   for (uint64_t seed = 0; seed < 10; ++seed) {
     SamplerOptions o = with_method(SampleMethod::kRdu);
     o.seed = seed;
+    o.picks_per_cluster = 4;
     SampleReport rep;
     const auto per_blob = picks_per_blob(b, select_samples(pool, 40, o, &rep));
     EXPECT_EQ(rep.n_clusters, 10);
