@@ -80,8 +80,10 @@ Run run_neural(const Dataset& d, const Split& s, TrainOptions to, const std::str
   return run;
 }
 
-Run run_xgboost(const Dataset& d, const Split& s, uint64_t seed, int threads, bool progress, const std::string& dir) {
+Run run_xgboost(const Dataset& d, const Split& s, uint64_t seed, int threads, const std::string& select, bool progress,
+                const std::string& dir) {
   XgbOptions xo;
+  xo.select = select;
   xo.seed = seed;
   xo.threads = threads;
   xo.progress = progress;
@@ -319,7 +321,7 @@ Command add_compare_command(CLI::App& app) {
                        const std::string dir = fmt::format("{}/{}-s{}", o->out, k, seed);
                        if (!o->quiet) std::fprintf(stderr, "== %s, seed %d\n", k.c_str(), seed);
                        runs.push_back(run_or_resume(dir, o->fingerprint(k, seed), o->resume, o->quiet, [&] {
-                         if (k == "xgboost") return run_xgboost(d, s, seed, o->train.threads, !o->quiet, dir);
+                         if (k == "xgboost") return run_xgboost(d, s, seed, o->train.threads, o->train.select, !o->quiet, dir);
                          TrainOptions to = o->train;
                          to.model_kind = k;
                          to.seed = static_cast<uint64_t>(seed);

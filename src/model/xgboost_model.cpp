@@ -11,6 +11,7 @@
 
 #include "tclm/error.h"
 #include "tclm/evaluation.h"
+#include "train/trainer.h"  // the model-selection rules (selection_key, better_epoch)
 
 namespace tclm {
 namespace {
@@ -125,7 +126,8 @@ struct XgbTrainer {
     for (const auto& [k, v] : params) check(XGBoosterSetParam(booster, k.c_str(), v.c_str()), "XGBoosterSetParam");
 
     const std::vector<uint32_t>& valid = split.valid.empty() ? split.train : split.valid;
-    double best_pairwise = -1;
+    selection_key(o.select, EpochLog{});  // an unknown rule fails before any work
+    EpochLog kept;                         // the validation figures of the kept round count
     result.best_valid_top1 = -1;
     for (int round = 0; round < o.max_rounds; ++round) {
       check(XGBoosterUpdateOneIter(booster, round, train.h), "XGBoosterUpdateOneIter");
@@ -137,11 +139,15 @@ struct XgbTrainer {
         return predict_rows(booster, r, done);
       });
       const double top1 = reports.back().top1.task_mean, pairwise = reports.back().pairwise;
-      const bool better = top1 > result.best_valid_top1 + 1e-9 ||
-                          (top1 > result.best_valid_top1 - 1e-9 && pairwise > best_pairwise + 1e-6);
+      EpochLog e;
+      e.epoch = done;
+      e.valid_top1 = top1;
+      e.valid_top5 = reports.back().top5.task_mean;
+      e.valid_pairwise = pairwise;
+      const bool better = result.best_rounds == 0 || better_epoch(o.select, e, kept);
       if (better) {
+        kept = e;
         result.best_valid_top1 = top1;
-        best_pairwise = pairwise;
         result.best_rounds = done;
       }
       if (o.progress) {

@@ -25,6 +25,9 @@ struct XgbOptions {
   double eta = 0.2;
   double gamma = 0.001;
   double min_child_weight = 0;
+  // Which validation figure picks the kept round count: the trainer's rules (TrainOptions::select,
+  // train/trainer.h), so that `tclm compare --select` treats XGBoost like the neural models.
+  std::string select = "pairwise";
   uint64_t seed = 0;
   int threads = 0;     // 0 = all cores
   bool progress = true;

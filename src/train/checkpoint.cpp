@@ -124,11 +124,11 @@ void save_checkpoint(const std::string& path, const TrainerState& st, CostModelI
   w.metadata_json = fmt::format(
       "{{\"checkpoint\": true, \"epoch\": {}, \"trainer\": {{\"version\": {}, \"fingerprint\": \"{:016x}\", "
       "\"threads\": {}, \"epoch\": {}, \"batch\": {}, \"step\": {}, \"loss_sum\": {:.17g}, \"seen\": {}, "
-      "\"epoch_seconds\": {:.17g}, \"since_best\": {}, \"best_pairwise\": {:.17g}, \"best_valid_top1\": {:.17g}, "
+      "\"epoch_seconds\": {:.17g}, \"since_best\": {}, \"best_valid_top1\": {:.17g}, "
       "\"best_epoch\": {}, \"finished\": {}, \"rng\": \"{}\", \"adam_steps\": {}, \"best_metadata\": \"{}\", "
       "\"log\": {}}}}}",
       st.log.size(), kCheckpointStateVersion, st.fingerprint, st.threads, st.epoch, st.batch, st.step, st.loss_sum,
-      st.seen, st.epoch_seconds, st.since_best, st.best_pairwise, st.best_valid_top1, st.best_epoch,
+      st.seen, st.epoch_seconds, st.since_best, st.best_valid_top1, st.best_epoch,
       st.finished ? "true" : "false", st.rng, adam_steps, json_escape(best.metadata_json), log_entries_json(st.log));
   save_weights(w, path);
 }
@@ -183,7 +183,6 @@ TrainerState load_checkpoint(const std::string& path, uint64_t expected_fingerpr
   st.seen = get_i("seen");
   st.epoch_seconds = get_d("epoch_seconds");
   st.since_best = static_cast<int>(get_i("since_best"));
-  st.best_pairwise = get_d("best_pairwise");
   st.best_valid_top1 = get_d("best_valid_top1");
   st.best_epoch = static_cast<int>(get_i("best_epoch"));
   bool finished = false;

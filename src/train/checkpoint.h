@@ -40,7 +40,6 @@ struct TrainerState {
   int64_t seen = 0;          // programs of `epoch` so far
   double epoch_seconds = 0;  // training seconds of `epoch` so far
   int since_best = 0;
-  double best_pairwise = -1;
   double best_valid_top1 = -1;
   int best_epoch = 0;
   bool finished = false;     // the run ended (all epochs or early stop)

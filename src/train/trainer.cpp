@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -69,7 +70,7 @@ std::pair<double, double> selection_key(const std::string& select, const EpochLo
   if (select == "top1") return {e.valid_top1, e.valid_pairwise};
   if (select == "top5") return {e.valid_top5, e.valid_pairwise};
   if (select == "last") return {static_cast<double>(e.epoch), 0.0};
-  throw Error(fmt::format("unknown model selection '{}' (--select): one of pairwise, top1, top5, last", select));
+  throw Error(fmt::format("unknown model selection '{}' (--select): one of {}", select, fmt::join(selection_rules(), ", ")));
 }
 
 bool better_epoch(const std::string& select, const EpochLog& now, const EpochLog& kept) {
@@ -306,7 +307,6 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
       better = better_epoch(o.select, e, *kept);
     }
     if (better) {
-      st.best_pairwise = e.valid_pairwise;
       result.best_valid_top1 = e.valid_top1;
       result.best_epoch = epoch;
       result.best = WeightsFile{};

@@ -155,4 +155,12 @@ TEST(BaselinesLearning, MlpAndXgboostBeatRandomOnHeldOutWorkloads) {
   EXPECT_GT(m.top1.task_mean, m.random_top1.task_mean + 0.3);
   EXPECT_GT(x.top1.task_mean, x.random_top1.task_mean + 0.3);
   EXPECT_GT(x.pairwise, 0.55);
+
+  // The kept round count follows the trainer's selection rule: "last" keeps every round (the
+  // default rule kept xr.best_rounds above), an unknown rule is refused before training.
+  xo.max_rounds = 50;
+  xo.select = "last";
+  EXPECT_EQ(train_xgboost(d, s, xo).best_rounds, 50);
+  xo.select = "best";
+  EXPECT_THROW(train_xgboost(d, s, xo), Error);
 }
