@@ -7,7 +7,7 @@
 # fine-tuning a source model, all MI50 data). Outputs in out/main/: kb.tclm (the deployable
 # knowledge base), transfer.md, phases.csv, transfer.json, transfer.png.
 # Extra arguments go to `tclm transfer` (see `build/tclm transfer --help`). Timed only next to other
-# jobs (~40 min at low priority on 2 cores).
+# jobs (24 min with one thread next to another job on 2 cores, 2026-12-01).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh

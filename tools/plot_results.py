@@ -123,25 +123,36 @@ def plot_sampling(rows, png):
 
 def plot_transfer(rows, png):
     # rows: method, seed, phase_index, phase, platform, top1 (one line per platform after each phase);
-    # the knowledge base of "tcl", mean over seeds (error bar = std).
+    # the knowledge base of "tcl" after each KD phase (solid), and its active column after each CL phase
+    # (method "tcl:ac", dotted, drawn a little left of the KB's point), mean over seeds (error bar = std).
     phases = OrderedDict()
-    by_platform = OrderedDict()
+    by_model = {"tcl": OrderedDict(), "tcl:ac": OrderedDict()}
     for r in rows:
-        if r.get("method", "tcl") != "tcl":
+        method = r.get("method", "tcl")
+        if method not in by_model:
             continue
         phases.setdefault(int(r["phase_index"]), r["phase"])
-        by_platform.setdefault(r["platform"], defaultdict(list))[int(r["phase_index"])].append(float(r["top1"]))
+        by_model[method].setdefault(r["platform"], defaultdict(list))[int(r["phase_index"])].append(float(r["top1"]))
     fig, ax = plt.subplots(figsize=(1.2 * len(phases) + 3, 4))
-    for platform, vals in by_platform.items():
+    colors = {}
+    for platform, vals in by_model["tcl"].items():
         xs = sorted(vals)
         ms = [mean_std(vals[x]) for x in xs]
-        ax.errorbar(xs, [m for m, _ in ms], yerr=[s for _, s in ms], marker="o", capsize=3, label=platform)
+        line = ax.errorbar(xs, [m for m, _ in ms], yerr=[s for _, s in ms], marker="o", capsize=3,
+                           label=f"{platform} (knowledge base)")
+        colors[platform] = line[0].get_color()
+    for platform, vals in by_model["tcl:ac"].items():
+        xs = sorted(vals)
+        ms = [mean_std(vals[x]) for x in xs]
+        ax.errorbar([x - 0.25 for x in xs], [m for m, _ in ms], yerr=[s for _, s in ms], marker="x",
+                    linestyle=":", capsize=2, color=colors.get(platform), alpha=0.7,
+                    label=f"{platform} (active column after CL)")
     ax.set_xticks(list(phases))
     ax.set_xticklabels(list(phases.values()), rotation=30, ha="right")
-    ax.set_ylabel("test top-1 of the knowledge base")
+    ax.set_ylabel("test top-1 (pooled)")
     ax.set_ylim(0, 1.05)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(png, dpi=120)
 

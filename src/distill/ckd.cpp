@@ -227,7 +227,7 @@ std::vector<torch::Tensor> list_fisher(MambaCostModel& model, const Dataset& dat
 struct CkdTrainer {
   static CkdPhaseLog learn(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
-                           const CkdOptions& o) {
+                           const CkdOptions& o, const std::function<void(const DatasetScorer&)>& after_cl) {
     if (train_tasks.empty()) throw Error("learn_platform(" + platform + "): no training tasks");
     const uint32_t version = data.feature_version();
     if (!kb.learned_.empty()) check_feature_family(kb.feature_version_, version, "platform " + platform);
@@ -303,6 +303,13 @@ struct CkdTrainer {
     log.ac_valid_top1 = log.cl_valid_top1[log.cl_kept_epoch - 1];
     log.seconds_cl = since(t0);
     kb_frozen.reset();
+    if (after_cl) {
+      ac->eval();
+      after_cl([&](const Dataset& on, const std::vector<uint32_t>& programs) {
+        check_feature_family(version, on.feature_version(), "the active column of " + platform);
+        return score_programs(ac_score, on, programs);
+      });
+    }
 
     // ---- KD: the frozen AC teaches the KB; EWC keeps what mattered for earlier platforms.
     for (auto& p : ac->parameters()) p.set_requires_grad(false);
@@ -355,8 +362,8 @@ struct CkdTrainer {
 
 CkdPhaseLog learn_platform(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
-                           const CkdOptions& options) {
-  return CkdTrainer::learn(kb, data, train_tasks, valid_tasks, platform, options);
+                           const CkdOptions& options, const std::function<void(const DatasetScorer&)>& after_cl) {
+  return CkdTrainer::learn(kb, data, train_tasks, valid_tasks, platform, options, after_cl);
 }
 
 std::string to_json(const CkdPhaseLog& l) {

@@ -130,11 +130,18 @@ if(NOT rc EQUAL 0 OR NOT err MATCHES "1 kept runs have a partial curve" OR NOT n
   message(FATAL_ERROR "study-sampling --resume --curves kept a partial curve (${n_cut} rows): rc ${rc}:\n${err}")
 endif()
 
-# transfer: k80 -> v100 with TCL and target-only: 2 TCL phases x 2 platforms + 1 = 5 rows, and a
-# deployable knowledge base that tclm eval accepts.
+# transfer: k80 -> v100 with TCL and target-only: 2 TCL phases x 2 platforms for the knowledge base
+# (after KD), as many for the active column (after CL, method tcl:ac), + 1 target-only row = 9 rows,
+# and a deployable knowledge base that tclm eval accepts.
 run(transfer -d k80=${DATA}/k80/pooling -d v100=${DATA}/v100/pooling --sources k80 --target v100 --budget 0.3
     --methods tcl,target-only --epochs-cl 1 --epochs-kd 1 --epochs 1 --min-steps 0 --test-fraction 0.3 --quiet -o ${OUT}/transfer)
 count_lines(${OUT}/transfer/phases.csv n_phases)
+file(STRINGS ${OUT}/transfer/phases.csv ac_rows REGEX "^tcl:ac,0,(1,learn k80|2,learn v100),v100,")
+list(LENGTH ac_rows n_ac)
+file(READ ${OUT}/transfer/transfer.md transfer_md)
+if(NOT n_phases EQUAL 9 OR NOT n_ac EQUAL 2 OR NOT transfer_md MATCHES "tcl \\(active column after CL\\)")
+  message(FATAL_ERROR "transfer wrote ${n_phases} phase rows (want 9, with the active column's tcl:ac rows):\n${transfer_md}")
+endif()
 run(eval -m ${OUT}/transfer/kb.tclm -d v100=${DATA}/v100/pooling --test-fraction 0.3)
 if(NOT last_out MATCHES "pairwise")
   message(FATAL_ERROR "eval of the knowledge base printed no report:\n${last_out}")

@@ -172,6 +172,45 @@ TEST(Ckd, FisherIsPerRankingListNotPerBatch) {
   EXPECT_LT(sum_old, 0.8 * sum_f) << "per-batch " << sum_old << ", per-list " << sum_f;
 }
 
+TEST(Ckd, AfterClScoresWithTheKeptActiveColumn) {
+  // The hook is called once, after CL and before KD, with the active column of the kept CL epoch:
+  // scoring the validation tasks with it reproduces the logged validation top-1 of that epoch. During
+  // the hook the KB is still the KB from before the phase (frozen in CL, not yet distilled), and the
+  // scorer is not it: CL moved the AC away from the copy of the KB it started as.
+  Dataset d = load_embedded("k80", "k80/pooling");
+  Split s = make_split(d, SplitOptions{});
+  ASSERT_FALSE(s.valid.empty());
+  CkdOptions o = tiny_options();
+  o.epochs_cl = 2;
+  KnowledgeBase kb(o.kb, 0);
+  learn_platform(kb, d, s.train, s.valid, "first", o);
+  std::vector<uint32_t> some;
+  for (uint32_t t : s.valid) some.insert(some.end(), d.tasks()[t].programs.begin(), d.tasks()[t].programs.end());
+  const std::vector<float> kb_before = predict_programs(kb.model(), d, some);
+  auto max_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double m = 0;
+    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
+    return m;
+  };
+  int calls = 0;
+  double ac_valid = -1, kb_during = -1, ac_vs_kb = -1;
+  const CkdPhaseLog log = learn_platform(kb, d, s.train, s.valid, "second", o, [&](const DatasetScorer& ac) {
+    ++calls;
+    ac_valid = evaluate_rankings(d, s.valid, [&](const std::vector<uint32_t>& p) { return ac(d, p); })
+                   .back()
+                   .top1.task_mean;
+    const std::vector<float> ac_scores = ac(d, some);
+    ASSERT_EQ(ac_scores.size(), some.size());
+    kb_during = max_diff(predict_programs(kb.model(), d, some), kb_before);
+    ac_vs_kb = max_diff(ac_scores, kb_before);
+  });
+  EXPECT_EQ(calls, 1);
+  EXPECT_NEAR(ac_valid, log.cl_valid_top1[log.cl_kept_epoch - 1], 1e-9) << "kept epoch " << log.cl_kept_epoch;
+  EXPECT_EQ(kb_during, 0.0) << "the KB changed before KD";
+  EXPECT_GT(ac_vs_kb, 1e-6) << "the hook scored with the KB, not the active column";
+  EXPECT_GT(max_diff(predict_programs(kb.model(), d, some), kb_before), 1e-6) << "KD did not run after the hook";
+}
+
 TEST(Ckd, PhiComesFromTheKbRankingOfTheNewPlatform) {
   Dataset d = load_embedded("k80", "k80/pooling");
   Split s = make_split(d, SplitOptions{});
