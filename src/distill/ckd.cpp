@@ -313,6 +313,12 @@ struct CkdTrainer {
 
     // ---- KD: the frozen AC teaches the KB; EWC keeps what mattered for earlier platforms.
     for (auto& p : ac->parameters()) p.set_requires_grad(false);
+    if (o.kd_from_ac) {
+      torch::NoGradGuard ng;
+      const auto from = ac->column->parameters();
+      auto to = model->parameters();
+      for (size_t i = 0; i < to.size(); ++i) to[i].copy_(from[i]);
+    }
     t0 = Clock::now();
     FitSpec kd{"KD " + platform, model.get(), model->parameters(), o.lr_kd, o.epochs_kd,
                [&](const BatchTensors& bt, int) {

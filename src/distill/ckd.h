@@ -51,6 +51,9 @@ struct CkdOptions {
   bool dynamic_phi = true;      // false: Phi = 1 (ablation)
   double fisher_gamma = 1.0;    // F <- fisher_gamma * F + F_t (1 = plain accumulation)
   double kd_task_weight = 0.0;  // LambdaRank on the labels during KD, besides matching the AC
+  bool kd_from_ac = false;      // KD starts the KB from the AC's column weights (same architecture)
+                                // instead of its own; EWC still pulls towards the old anchors.
+                                // Experimental (docs/transfer.md, fifth session)
   double temperature = 1.0;     // of the listwise distillation
   // KD's learning rate is CL's, not the spec's 1e-4 (TCL-SPEC §7): at 1e-4 the KB did not take in the
   // AC in a phase of 150-200 steps. Measured on the V100 (docs/transfer.md, fifth session): test

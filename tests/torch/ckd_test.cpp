@@ -211,6 +211,33 @@ TEST(Ckd, AfterClScoresWithTheKeptActiveColumn) {
   EXPECT_GT(max_diff(predict_programs(kb.model(), d, some), kb_before), 1e-6) << "KD did not run after the hook";
 }
 
+TEST(Ckd, KdFromAcStartsTheKbFromTheActiveColumn) {
+  // With a KD learning rate of 1e-7 the KB hardly moves in KD: without kd_from_ac it ends where it
+  // began (CL does not touch it); with it, it ends as the CL-trained column, far from where it began.
+  Dataset d = load_embedded("k80", "k80/pooling");
+  Split s = make_split(d, SplitOptions{});
+  std::vector<uint32_t> some;
+  for (uint32_t t : s.valid) some.insert(some.end(), d.tasks()[t].programs.begin(), d.tasks()[t].programs.end());
+  ASSERT_FALSE(some.empty());
+  auto moved = [&](bool from_ac) {
+    CkdOptions o = tiny_options();
+    o.epochs_cl = 2;
+    o.lr_kd = 1e-7;
+    o.kd_from_ac = from_ac;
+    KnowledgeBase kb(o.kb, 0);
+    learn_platform(kb, d, s.train, s.valid, "first", o);
+    const std::vector<float> before = predict_programs(kb.model(), d, some);
+    learn_platform(kb, d, s.train, s.valid, "second", o);
+    const std::vector<float> after = predict_programs(kb.model(), d, some);
+    double m = 0;
+    for (size_t i = 0; i < some.size(); ++i) m = std::max(m, std::fabs(double(after[i]) - before[i]));
+    return m;
+  };
+  const double own = moved(false), from_ac = moved(true);
+  EXPECT_LT(own, 1e-3);
+  EXPECT_GT(from_ac, 100 * std::max(own, 1e-6));
+}
+
 TEST(Ckd, PhiComesFromTheKbRankingOfTheNewPlatform) {
   Dataset d = load_embedded("k80", "k80/pooling");
   Split s = make_split(d, SplitOptions{});
