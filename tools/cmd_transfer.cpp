@@ -334,23 +334,21 @@ Command add_transfer_command(CLI::App& app) {
       sd = v.size() > 1 ? std::sqrt(sd / static_cast<double>(v.size() - 1)) : 0;
       return v.size() > 1 ? fmt::format("{:.4f} ± {:.4f}", m, sd) : fmt::format("{:.4f}", m);
     };
-    std::vector<std::string> table_rows;  // every method; after each tcl method, its active column
-    for (const auto& m : methods) {
-      table_rows.push_back(m);
-      if (m.rfind("tcl", 0) == 0) table_rows.push_back(m + ":ac");
-    }
-    for (const auto& m : table_rows) {
-      const bool tcl = m.rfind("tcl", 0) == 0;
-      const bool ac = m.size() > 3 && m.compare(m.size() - 3, 3, ":ac") == 0;
-      table += fmt::format("| {} | {} | {} | {} |", ac ? m.substr(0, m.size() - 3) + " (active column after CL)" : m,
-                           cell(m, target, "end", 0), cell(m, target, "end", 2), cell(m, target, "end", 1));
+    // One row per method; after each tcl method, its active column (rows of method "<method>:ac").
+    // The sources' "after learning it" is shown for the tcl rows, "at the end" for the models that
+    // are the same model at the end (an AC's "end" would be the target's AC scored on the source).
+    auto add_row = [&](const std::string& key, const std::string& label, bool after, bool end) {
+      table += fmt::format("| {} | {} | {} | {} |", label, cell(key, target, "end", 0), cell(key, target, "end", 2),
+                           cell(key, target, "end", 1));
       for (const auto& s : sources) {
-        // An active column's "end" would be the target's AC scored on the source: another model than
-        // the one of "after learning it", so it is left out.
-        table += fmt::format(" {} | {} |", tcl ? cell(m, s, "learn " + s, 0) : "-",
-                             ((tcl && !ac) || m == "finetune" || m == "mtl") ? cell(m, s, "end", 0) : "-");
+        table += fmt::format(" {} | {} |", after ? cell(key, s, "learn " + s, 0) : "-", end ? cell(key, s, "end", 0) : "-");
       }
       table += "\n";
+    };
+    for (const auto& m : methods) {
+      const bool tcl = m.rfind("tcl", 0) == 0;
+      add_row(m, m, tcl, tcl || m == "finetune" || m == "mtl");
+      if (tcl) add_row(m + ":ac", m + " (active column after CL)", true, false);
     }
     if (!rows.empty()) {
       for (const auto& r : rows) {

@@ -43,6 +43,12 @@ RankingReport evaluate(const ScoreFn& f, const Dataset& data, const std::vector<
       .back();
 }
 
+/// Copies `from` into `to` element by element (same shapes: one module's parameters into another's).
+void assign_parameters(const std::vector<torch::Tensor>& to, const std::vector<torch::Tensor>& from) {
+  torch::NoGradGuard ng;
+  for (size_t i = 0; i < to.size(); ++i) to[i].copy_(from[i]);
+}
+
 struct FitSpec {
   std::string name;                   // "CL k80": phase and platform, for progress and errors
   torch::nn::Module* module;          // switched between train() and eval()
@@ -122,10 +128,7 @@ std::vector<EpochLog> fit(const FitSpec& s, const Dataset& data, const std::vect
                    lr, since(t0), better ? "  *" : "");
     }
   }
-  {
-    torch::NoGradGuard ng;
-    for (size_t i = 0; i < best.size(); ++i) s.params[i].copy_(best[i]);
-  }
+  assign_parameters(s.params, best);
   s.module->eval();
   *kept_epoch = curve[kept].epoch;
   return curve;
@@ -313,12 +316,7 @@ struct CkdTrainer {
 
     // ---- KD: the frozen AC teaches the KB; EWC keeps what mattered for earlier platforms.
     for (auto& p : ac->parameters()) p.set_requires_grad(false);
-    if (o.kd_from_ac) {
-      torch::NoGradGuard ng;
-      const auto from = ac->column->parameters();
-      auto to = model->parameters();
-      for (size_t i = 0; i < to.size(); ++i) to[i].copy_(from[i]);
-    }
+    if (o.kd_from_ac) assign_parameters(model->parameters(), ac->column->parameters());
     t0 = Clock::now();
     FitSpec kd{"KD " + platform, model.get(), model->parameters(), o.lr_kd, o.epochs_kd,
                [&](const BatchTensors& bt, int) {

@@ -61,6 +61,13 @@ CkdOptions tiny_options() {
   return o;
 }
 
+/// The largest absolute difference between two score vectors of the same programs.
+double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
+  return m;
+}
+
 }  // namespace
 
 TEST(Ckd, EwcPenaltyFollowsItsFormulaAndTheKbKeepsItsSize) {
@@ -187,11 +194,6 @@ TEST(Ckd, AfterClScoresWithTheKeptActiveColumn) {
   std::vector<uint32_t> some;
   for (uint32_t t : s.valid) some.insert(some.end(), d.tasks()[t].programs.begin(), d.tasks()[t].programs.end());
   const std::vector<float> kb_before = predict_programs(kb.model(), d, some);
-  auto max_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
-    double m = 0;
-    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
-    return m;
-  };
   int calls = 0;
   double ac_valid = -1, kb_during = -1, ac_vs_kb = -1;
   const CkdPhaseLog log = learn_platform(kb, d, s.train, s.valid, "second", o, [&](const DatasetScorer& ac) {
@@ -228,10 +230,7 @@ TEST(Ckd, KdFromAcStartsTheKbFromTheActiveColumn) {
     learn_platform(kb, d, s.train, s.valid, "first", o);
     const std::vector<float> before = predict_programs(kb.model(), d, some);
     learn_platform(kb, d, s.train, s.valid, "second", o);
-    const std::vector<float> after = predict_programs(kb.model(), d, some);
-    double m = 0;
-    for (size_t i = 0; i < some.size(); ++i) m = std::max(m, std::fabs(double(after[i]) - before[i]));
-    return m;
+    return max_diff(predict_programs(kb.model(), d, some), before);
   };
   const double own = moved(false), from_ac = moved(true);
   EXPECT_LT(own, 1e-3);
