@@ -44,7 +44,7 @@ struct Opts {
   TrainOptions train;  // the baselines
   ActiveSamplingOptions sampling;
   std::string sources, target, methods = "tcl,tcl-no-phi,tcl-no-ewc,target-only,finetune,mtl,full",
-                               sampler = "rdu", out = "out/transfer";
+                               sampler = "rdu", out = "out/transfer", kd_data = "measured";
   double budget = 0.1;
   double source_fraction = 1.0;
   int seeds = 1;
@@ -89,6 +89,11 @@ Command add_transfer_command(CLI::App& app) {
   cmd->add_flag("--kd-from-ac", o->ckd.kd_from_ac,
                  "Experimental: KD starts the knowledge base from the active column's column weights (the same "
                  "architecture) instead of its own; EWC still pulls towards the earlier platforms' anchors");
+  cmd->add_option("--kd-data", o->kd_data,
+                  "What the target's KD phase distils on: 'measured' (its --budget of measured programs) or "
+                  "'candidates' (every program of its training tasks, measured or not: KD reads the active column's "
+                  "scores, never a label; docs/transfer.md). Sources are fully measured either way")
+      ->check(CLI::IsMember({"measured", "candidates"}));
   cmd->add_option("--lr-cl", o->ckd.lr_cl, fmt::format("CL learning rate (default {:g})", o->ckd.lr_cl))->check(CLI::Range(1e-7, 1.0));
   cmd->add_option("--lr-kd", o->ckd.lr_kd, fmt::format("KD learning rate (default {:g}; the spec's 1e-4 left the KB far behind the active column, docs/transfer.md)", o->ckd.lr_kd))->check(CLI::Range(1e-7, 1.0));
   cmd->add_option("--epochs", o->train.epochs, "Maximum epochs of each baseline model")->check(CLI::Range(1, 100000));
@@ -268,13 +273,17 @@ Command add_transfer_command(CLI::App& app) {
             evaluate_all(method, seed, ++phase, "learn " + s, kb_scorer, platforms);
           }
           if (progress) std::fprintf(stderr, "[%s seed %d] learning target %s\n", method.c_str(), seed, target.c_str());
+          // The target's unmeasured candidates (its training tasks whole, in d) for KD, if asked.
+          KdPool pool;
+          if (o->kd_data == "candidates") pool = KdPool{&d, of(split.train, target)};
           CkdPhaseLog log = learn_platform(kb, target_data, of(split.train, target), of(split.valid, target), target, co,
-                                           eval_ac(target));
+                                           eval_ac(target), pool);
           phase_json += fmt::format(",\n {{\"method\": \"{}\", \"seed\": {}, \"phase\": {}}}", method, seed, to_json(log));
           evaluate_all(method, seed, ++phase, "learn " + target, kb_scorer, platforms);
           if (method == "tcl" && seed == 0) {
             save_weights(kb.deployable(fmt::format("{{\"pipeline\": \"tcl\", \"sources\": \"{}\", \"target\": \"{}\", "
-                                                   "\"budget\": {}}}", json_escape(o->sources), json_escape(target), o->budget)),
+                                                   "\"budget\": {}, \"kd_data\": \"{}\"}}", json_escape(o->sources), json_escape(target),
+                                                   o->budget, o->kd_data)),
                          o->out + "/kb.tclm");
             kb_written = true;
           }
@@ -365,9 +374,9 @@ Command add_transfer_command(CLI::App& app) {
     write_file_atomic(o->out + "/transfer.md", table);
     write_file_atomic(o->out + "/transfer.json",
                       fmt::format("{{\"sources\": \"{}\", \"target\": \"{}\", \"budget\": {}, \"sampler\": \"{}\", "
-                                  "\"target_programs_measured\": {}, \"target_pool\": {}, \"ckd_phases\": [{}]}}\n",
-                                  json_escape(o->sources), json_escape(target), o->budget, o->sampler, budget_programs,
-                                  target_pool, phase_json));
+                                  "\"kd_data\": \"{}\", \"target_programs_measured\": {}, \"target_pool\": {}, \"ckd_phases\": [{}]}}\n",
+                                  json_escape(o->sources), json_escape(target), o->budget, o->sampler, o->kd_data,
+                                  budget_programs, target_pool, phase_json));
     plot_csv("transfer", o->out + "/phases.csv", o->out + "/transfer.png");
     std::cout << table << "results: " << o->out << "/{transfer.md,transfer.json,phases.csv,transfer.png,kb.tclm}\n";
     return 0;

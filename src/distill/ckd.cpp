@@ -59,11 +59,12 @@ struct FitSpec {
   ScoreFn score;
 };
 
-/// Adam with step decay; every epoch runs, and the best one on the validation tasks by o.select is
-/// restored. Returns every epoch's validation figures and sets *kept_epoch to the kept one (1-based).
+/// Adam with step decay on `train_tasks` of `data`; every epoch runs, and the best one on `eval_tasks`
+/// of `eval_data` by o.select is restored. Returns every epoch's validation figures and sets
+/// *kept_epoch to the kept one (1-based).
 std::vector<EpochLog> fit(const FitSpec& s, const Dataset& data, const std::vector<uint32_t>& train_tasks,
-                          const std::vector<uint32_t>& valid_tasks, const CkdOptions& o, std::mt19937_64& rng,
-                          int* kept_epoch) {
+                          const Dataset& eval_data, const std::vector<uint32_t>& eval_tasks, const CkdOptions& o,
+                          std::mt19937_64& rng, int* kept_epoch) {
   selection_key(o.select, EpochLog{});  // an unknown rule fails before any work
   torch::optim::Adam opt(s.params, torch::optim::AdamOptions(s.lr));
   // A small platform (a sampled budget) gets more epochs so that the phase takes >= min_steps steps;
@@ -107,7 +108,7 @@ std::vector<EpochLog> fit(const FitSpec& s, const Dataset& data, const std::vect
       }
     }
     s.module->eval();
-    const RankingReport r = evaluate(s.score, data, valid_tasks.empty() ? train_tasks : valid_tasks);
+    const RankingReport r = evaluate(s.score, eval_data, eval_tasks);
     // The trainer's model selection (TrainOptions::select, train/trainer.h): the same figures, the
     // same tolerances; no warm-up here (step decay), so every epoch is selectable.
     EpochLog e;
@@ -230,24 +231,48 @@ std::vector<torch::Tensor> list_fisher(MambaCostModel& model, const Dataset& dat
 struct CkdTrainer {
   static CkdPhaseLog learn(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
-                           const CkdOptions& o, const std::function<void(const DatasetScorer&)>& after_cl) {
+                           const CkdOptions& o, const std::function<void(const DatasetScorer&)>& after_cl,
+                           const KdPool& pool) {
     if (train_tasks.empty()) throw Error("learn_platform(" + platform + "): no training tasks");
     const uint32_t version = data.feature_version();
     if (!kb.learned_.empty()) check_feature_family(kb.feature_version_, version, "platform " + platform);
-    kb.feature_version_ = version;
-    const int pid = data.tasks()[train_tasks.front()].platform;
-    for (const auto* list : {&train_tasks, &valid_tasks}) {
-      for (uint32_t t : *list) {
-        if (data.tasks()[t].platform != pid) {
-          throw Error(fmt::format("learn_platform({}): tasks of platforms '{}' and '{}' mixed; learn one platform "
-                                  "at a time", platform, data.platforms()[pid], data.platforms()[data.tasks()[t].platform]));
+    if (train_tasks.front() >= data.tasks().size()) {
+      throw Error(fmt::format("learn_platform({}): task {} out of range", platform, train_tasks.front()));
+    }
+    const std::string& pname = data.platforms()[data.tasks()[train_tasks.front()].platform];
+    auto check_one_platform = [&](const Dataset& on, const std::vector<uint32_t>& tasks, const char* what) {
+      for (uint32_t t : tasks) {
+        if (t >= on.tasks().size()) throw Error(fmt::format("learn_platform({}): {} task {} out of range", platform, what, t));
+        const std::string& q = on.platforms()[on.tasks()[t].platform];
+        if (q != pname) {
+          throw Error(fmt::format("learn_platform({}): {} of platforms '{}' and '{}' mixed; learn one platform at a time",
+                                  platform, what, pname, q));
         }
       }
+    };
+    check_one_platform(data, train_tasks, "tasks");
+    check_one_platform(data, valid_tasks, "tasks");
+    if (pool.data) {
+      check_feature_family(version, pool.data->feature_version(), "the KD pool of " + platform);
+      check_one_platform(*pool.data, pool.tasks, "the KD pool's tasks");
+      if (o.kd_task_weight > 0) {
+        throw Error(fmt::format("learn_platform({}): kd_task_weight > 0 with a KD pool would read the labels of "
+                                "unmeasured programs; use one or the other", platform));
+      }
     }
+    const Dataset& kd_data = pool.data ? *pool.data : data;
+    const std::vector<uint32_t>& kd_tasks = pool.data ? pool.tasks : train_tasks;
+    int64_t kd_programs = 0;
+    for (uint32_t t : kd_tasks) kd_programs += static_cast<int64_t>(kd_data.tasks()[t].programs.size());
+    if (pool.data && kd_programs < 2) {
+      throw Error(fmt::format("learn_platform({}): the KD pool holds {} programs (at least 2)", platform, kd_programs));
+    }
+    kb.feature_version_ = version;
     std::mt19937_64 rng(o.seed ^ std::hash<std::string>{}(platform));
     torch::manual_seed(o.seed + kb.learned_.size());
     CkdPhaseLog log;
     log.platform = platform;
+    log.kd_programs = kd_programs;
     MambaCostModel& model = kb.model_;
     ScoreFn kb_score = [&](const torch::Tensor& x, const torch::Tensor& m) { return model->forward(x, m); };
 
@@ -298,7 +323,8 @@ struct CkdTrainer {
                  return loss;
                },
                ac_score};
-    const auto cl_curve = fit(cl, data, train_tasks, valid_tasks, o, rng, &log.cl_kept_epoch);
+    const std::vector<uint32_t>& eval_tasks = valid_tasks.empty() ? train_tasks : valid_tasks;
+    const auto cl_curve = fit(cl, data, train_tasks, data, eval_tasks, o, rng, &log.cl_kept_epoch);
     for (const EpochLog& e : cl_curve) {
       log.cl_valid_top1.push_back(e.valid_top1);
       log.cl_valid_pairwise.push_back(e.valid_pairwise);
@@ -333,7 +359,7 @@ struct CkdTrainer {
                  return loss;
                },
                kb_score};
-    const auto kd_curve = fit(kd, data, train_tasks, valid_tasks, o, rng, &log.kd_kept_epoch);
+    const auto kd_curve = fit(kd, kd_data, kd_tasks, data, eval_tasks, o, rng, &log.kd_kept_epoch);
     for (const EpochLog& e : kd_curve) {
       log.kd_valid_top1.push_back(e.valid_top1);
       log.kd_valid_pairwise.push_back(e.valid_pairwise);
@@ -366,8 +392,9 @@ struct CkdTrainer {
 
 CkdPhaseLog learn_platform(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
-                           const CkdOptions& options, const std::function<void(const DatasetScorer&)>& after_cl) {
-  return CkdTrainer::learn(kb, data, train_tasks, valid_tasks, platform, options, after_cl);
+                           const CkdOptions& options, const std::function<void(const DatasetScorer&)>& after_cl,
+                           const KdPool& kd_pool) {
+  return CkdTrainer::learn(kb, data, train_tasks, valid_tasks, platform, options, after_cl, kd_pool);
 }
 
 std::string to_json(const CkdPhaseLog& l) {
@@ -379,10 +406,10 @@ std::string to_json(const CkdPhaseLog& l) {
   return fmt::format(
       "{{\"platform\": \"{}\", \"phi\": {:.6f}, \"kb_top1_before\": {:.6f}, \"kb_pairwise_before\": {:.6f}, \"cl_valid_top1\": {}, "
       "\"kd_valid_top1\": {}, \"cl_valid_pairwise\": {}, \"kd_valid_pairwise\": {}, \"cl_kept_epoch\": {}, "
-      "\"kd_kept_epoch\": {}, \"ac_valid_top1\": {:.6f}, \"kb_valid_top1\": {:.6f}, \"seconds_cl\": {:.2f}, "
+      "\"kd_kept_epoch\": {}, \"kd_programs\": {}, \"ac_valid_top1\": {:.6f}, \"kb_valid_top1\": {:.6f}, \"seconds_cl\": {:.2f}, "
       "\"seconds_kd\": {:.2f}, \"seconds_fisher\": {:.2f}, \"fisher_mean\": {:.6g}}}",
       l.platform, l.phi, l.kb_top1_before, l.kb_pairwise_before, arr(l.cl_valid_top1), arr(l.kd_valid_top1),
-      arr(l.cl_valid_pairwise), arr(l.kd_valid_pairwise), l.cl_kept_epoch, l.kd_kept_epoch, l.ac_valid_top1,
+      arr(l.cl_valid_pairwise), arr(l.kd_valid_pairwise), l.cl_kept_epoch, l.kd_kept_epoch, l.kd_programs, l.ac_valid_top1,
       l.kb_valid_top1, l.seconds_cl, l.seconds_kd, l.seconds_fisher, l.fisher_mean);
 }
 

@@ -22,6 +22,8 @@
 //         The KB is frozen during CL, so the spec's EWC term (which acts on the KB) is zero here.
 //   KD    the AC is frozen; the KB is trained to match it:
 //           L = ListwiseKD(KB <- AC) + kd_task_weight * LambdaRank(KB) + lambda * sum_j F_j (theta_j - theta*_j)^2
+//         on t's measured training programs, or (KdPool) on every candidate program of t's training
+//         tasks, measured or not: ListwiseKD reads the AC's scores, never a label.
 //   EWC   after KD, the diagonal (empirical) Fisher information of the KB on t's data,
 //         F_t = mean over ranking lists of (d LambdaRank_list / d theta)^2 (list_fisher below), is
 //         accumulated: F <- fisher_gamma * F + F_t, and the anchors theta* become the KB's current
@@ -124,6 +126,16 @@ class KnowledgeBase {
   uint32_t feature_version_ = kFeatureVersion;  // the encoding of the platforms learned (one family)
 };
 
+/// The programs the KD phase distils on, when not the measured ones (learn_platform). KD reads only the
+/// AC's scores, never a label, so on a new platform it can use every candidate program of the
+/// platform's training tasks, measured or not: the tuner has them all, and only measuring is costly
+/// (docs/transfer.md, "KD on the target's unmeasured candidates"). Its labels are never read (there may be
+/// none worth reading: a pool of unmeasured programs may carry placeholder costs).
+struct KdPool {
+  const Dataset* data = nullptr;  // null: KD distils on the measured training tasks (the CL data)
+  std::vector<uint32_t> tasks;    // indices into data->tasks(), all of the platform being learned
+};
+
 struct CkdPhaseLog {
   std::string platform;
   double phi = 0;                 // Phi at the start of CL
@@ -133,6 +145,7 @@ struct CkdPhaseLog {
   std::vector<double> cl_valid_pairwise, kd_valid_pairwise;  // per epoch (validation pairwise accuracy)
   int cl_kept_epoch = 0, kd_kept_epoch = 0;                  // the epochs kept (CkdOptions::select), 1-based
   double ac_valid_top1 = 0, kb_valid_top1 = 0;               // the kept epochs' validation top-1
+  int64_t kd_programs = 0;        // programs KD distilled on (each epoch): measured ones, or the KdPool's
   double seconds_cl = 0, seconds_kd = 0, seconds_fisher = 0;
   double fisher_mean = 0;
 };
@@ -147,11 +160,17 @@ using DatasetScorer = std::function<std::vector<float>(const Dataset& data, cons
 /// (its kept epoch), before KD distills it into the KB: the paper's Fig. 8 shows both models, and
 /// comparing the two tells whether a platform is lost in CL or in KD. The scorer is valid only during
 /// the call; it may score any dataset of the same encoding.
-/// Throws tclm::Error if train_tasks is empty, the tasks mix platforms, or the loss diverges.
+/// `kd_pool`, if it has data, is what KD distils on instead of `train_tasks` (KdPool); KD's kept epoch
+/// is still chosen on the measured `valid_tasks` (or `train_tasks` when there are none), and Phi, CL
+/// and the Fisher information use only the measured data.
+/// Throws tclm::Error if train_tasks is empty, the tasks (of either dataset) mix platforms, the pool
+/// is of another encoding or empty, kd_task_weight > 0 with a pool (it would read unmeasured labels),
+/// or the loss diverges.
 CkdPhaseLog learn_platform(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
                            const CkdOptions& options,
-                           const std::function<void(const DatasetScorer& active_column)>& after_cl = {});
+                           const std::function<void(const DatasetScorer& active_column)>& after_cl = {},
+                           const KdPool& kd_pool = {});
 
 /// JSON of a phase log.
 std::string to_json(const CkdPhaseLog& log);

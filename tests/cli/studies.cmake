@@ -146,4 +146,23 @@ run(eval -m ${OUT}/transfer/kb.tclm -d v100=${DATA}/v100/pooling --test-fraction
 if(NOT last_out MATCHES "pairwise")
   message(FATAL_ERROR "eval of the knowledge base printed no report:\n${last_out}")
 endif()
-message("sample ok: ${n_picked} picks, study rows: ${n_study}, curve rows: ${n_curve}, transfer rows: ${n_phases}")
+# --kd-data candidates: the target's KD distils on all programs of its training tasks, not only the
+# 30% measured (transfer.json's kd_programs of the v100 phase, the last one, is > 2x that of the run above).
+function(last_kd_programs json out)
+  file(READ ${json} j)
+  string(REGEX MATCHALL "\"kd_programs\": [0-9]+" all "${j}")
+  list(GET all -1 last)
+  string(REGEX REPLACE ".* " "" last "${last}")
+  set(${out} ${last} PARENT_SCOPE)
+endfunction()
+last_kd_programs(${OUT}/transfer/transfer.json kd_measured)
+run(transfer -d k80=${DATA}/k80/pooling -d v100=${DATA}/v100/pooling --sources k80 --target v100 --budget 0.3
+    --methods tcl --kd-data candidates --epochs-cl 1 --epochs-kd 1 --min-steps 0 --test-fraction 0.3 --quiet
+    -o ${OUT}/transfer-cand)
+last_kd_programs(${OUT}/transfer-cand/transfer.json kd_candidates)
+math(EXPR kd_twice "2 * ${kd_measured}")
+file(READ ${OUT}/transfer-cand/transfer.json cand_json)
+if(NOT kd_candidates GREATER kd_twice OR NOT cand_json MATCHES "\"kd_data\": \"candidates\"")
+  message(FATAL_ERROR "--kd-data candidates: KD on ${kd_candidates} programs, measured ${kd_measured}:\n${cand_json}")
+endif()
+message("sample ok: ${n_picked} picks, study rows: ${n_study}, curve rows: ${n_curve}, transfer rows: ${n_phases}, KD programs measured/candidates: ${kd_measured}/${kd_candidates}")

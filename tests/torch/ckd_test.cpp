@@ -237,6 +237,87 @@ TEST(Ckd, KdFromAcStartsTheKbFromTheActiveColumn) {
   EXPECT_GT(from_ac, 100 * std::max(own, 1e-6));
 }
 
+// KD on a pool of unmeasured candidates (KdPool): the pool's labels are never read. The same
+// programs with scrambled costs (a pool whose labels are nonsense) give the KB the very same weights;
+// the pool is really what KD distils on (the KB differs from KD on the measured programs, and the log
+// counts the pool's programs); a pool with LambdaRank in KD, or of another platform, is refused.
+TEST(Ckd, KdPoolIsDistilledOnWithoutReadingItsLabels) {
+  const std::string dir = test::source_dir() + "/data/records/k80/pooling";
+  Dataset real = load_embedded("k80", "k80/pooling");
+  Dataset scrambled;
+  {
+    const int pid = scrambled.intern_platform("k80");
+    ReadStats stats;
+    uint64_t h = 12345;
+    for (const std::string& file : list_record_files(dir)) {
+      const int group = scrambled.intern_group(file);
+      read_record_file(file, [&](const MeasureRecord& r, const RecordOrigin&) {
+        MeasureRecord c = r;
+        for (double& cost : c.costs) {
+          h = h * 6364136223846793005ULL + 1442695040888963407ULL;
+          cost = 1e-5 * (1.0 + static_cast<double>(h >> 40) / 1e6);  // positive, unrelated to the real cost
+        }
+        scrambled.add_record(c, pid, group);
+      }, &stats);
+    }
+    scrambled.finalize();
+  }
+  ASSERT_EQ(scrambled.num_programs(), real.num_programs());
+  ASSERT_EQ(scrambled.tasks().size(), real.tasks().size());
+  for (size_t t = 0; t < real.tasks().size(); ++t) {
+    ASSERT_EQ(scrambled.tasks()[t].workload_key, real.tasks()[t].workload_key);
+    ASSERT_EQ(scrambled.tasks()[t].programs, real.tasks()[t].programs);
+  }
+  Split s = make_split(real, SplitOptions{});
+  // The measured part: every third program of each task (at least 2).
+  std::vector<uint32_t> picked;
+  for (const auto& t : real.tasks()) {
+    for (size_t i = 0; i < t.programs.size(); ++i) {
+      if (i % 3 == 0 || i < 2) picked.push_back(t.programs[i]);
+    }
+  }
+  std::sort(picked.begin(), picked.end());
+  const Dataset measured = real.subset(picked);
+  std::vector<uint32_t> some;
+  for (uint32_t t : s.valid) some.insert(some.end(), real.tasks()[t].programs.begin(), real.tasks()[t].programs.end());
+  ASSERT_FALSE(some.empty());
+  int64_t pool_programs = 0, measured_programs = 0;
+  for (uint32_t t : s.train) {
+    pool_programs += static_cast<int64_t>(real.tasks()[t].programs.size());
+    measured_programs += static_cast<int64_t>(measured.tasks()[t].programs.size());
+  }
+  ASSERT_GT(pool_programs, 2 * measured_programs);
+  auto learn = [&](const Dataset* pool, int64_t* kd_programs) {
+    CkdOptions o = tiny_options();
+    KnowledgeBase kb(o.kb, 0);
+    const CkdPhaseLog log = learn_platform(kb, measured, s.train, s.valid, "k80", o, {}, KdPool{pool, s.train});
+    *kd_programs = log.kd_programs;
+    return predict_programs(kb.model(), real, some);
+  };
+  int64_t n_real = 0, n_scrambled = 0, n_none = 0;
+  const std::vector<float> with_real = learn(&real, &n_real), with_scrambled = learn(&scrambled, &n_scrambled),
+                           without = learn(nullptr, &n_none);
+  EXPECT_EQ(max_diff(with_real, with_scrambled), 0.0) << "KD read the pool's labels";
+  EXPECT_GT(max_diff(with_real, without), 1e-6) << "the pool was not distilled on";
+  EXPECT_EQ(n_real, pool_programs);
+  EXPECT_EQ(n_scrambled, pool_programs);
+  EXPECT_EQ(n_none, measured_programs);
+
+  CkdOptions o = tiny_options();
+  o.kd_task_weight = 1.0;
+  KnowledgeBase kb(o.kb, 0);
+  EXPECT_NE(test::error_of([&] { learn_platform(kb, measured, s.train, s.valid, "k80", o, {}, KdPool{&real, s.train}); })
+                .find("unmeasured"),
+            std::string::npos);
+  o.kd_task_weight = 0;
+  Dataset v100 = load_embedded("v100", "v100/pooling");
+  std::vector<uint32_t> v100_tasks;
+  for (uint32_t t = 0; t < v100.tasks().size(); ++t) v100_tasks.push_back(t);
+  EXPECT_NE(test::error_of([&] { learn_platform(kb, measured, s.train, s.valid, "k80", o, {}, KdPool{&v100, v100_tasks}); })
+                .find("learn one platform"),
+            std::string::npos);
+}
+
 TEST(Ckd, PhiComesFromTheKbRankingOfTheNewPlatform) {
   Dataset d = load_embedded("k80", "k80/pooling");
   Split s = make_split(d, SplitOptions{});
