@@ -90,9 +90,10 @@ Command add_transfer_command(CLI::App& app) {
                  "Experimental: KD starts the knowledge base from the active column's column weights (the same "
                  "architecture) instead of its own; EWC still pulls towards the earlier platforms' anchors");
   cmd->add_option("--kd-data", o->kd_data,
-                  "What the target's KD phase distils on: 'measured' (its --budget of measured programs) or "
-                  "'candidates' (every program of its training tasks, measured or not: KD reads the active column's "
-                  "scores, never a label; docs/transfer.md). Sources are fully measured either way")
+                  "What the target's KD phase distils on: 'measured' (the measured programs of its training tasks, "
+                  "the default) or 'candidates' (experimental: every program of its training tasks, measured or not; "
+                  "no label enters KD's loss; KD takes ~3x longer on the target; refused with --kd-task-weight > 0; "
+                  "docs/transfer.md). Source phases always distil on the sources' training data")
       ->check(CLI::IsMember({"measured", "candidates"}));
   cmd->add_option("--lr-cl", o->ckd.lr_cl, fmt::format("CL learning rate (default {:g})", o->ckd.lr_cl))->check(CLI::Range(1e-7, 1.0));
   cmd->add_option("--lr-kd", o->ckd.lr_kd, fmt::format("KD learning rate (default {:g}; the spec's 1e-4 left the KB far behind the active column, docs/transfer.md)", o->ckd.lr_kd))->check(CLI::Range(1e-7, 1.0));
@@ -113,6 +114,10 @@ Command add_transfer_command(CLI::App& app) {
       }
     }
     if (sources.empty()) throw Error("--sources: no platform given");
+    if (o->kd_data == "candidates" && o->ckd.kd_task_weight > 0) {
+      throw Error("--kd-data candidates with --kd-task-weight > 0 would train on the labels of unmeasured programs; "
+                  "use one or the other");
+    }
     if (std::find(sources.begin(), sources.end(), o->target) != sources.end()) {
       throw Error("--target '" + o->target + "' is also a source; remove it from --sources");
     }

@@ -129,8 +129,11 @@ class KnowledgeBase {
 /// The programs the KD phase distils on, when not the measured ones (learn_platform). KD reads only the
 /// AC's scores, never a label, so on a new platform it can use every candidate program of the
 /// platform's training tasks, measured or not: the tuner has them all, and only measuring is costly
-/// (docs/transfer.md, "KD on the target's unmeasured candidates"). Its labels are never read (there may be
-/// none worth reading: a pool of unmeasured programs may carry placeholder costs).
+/// (docs/transfer.md, "KD on the target's unmeasured candidates"). No label of the pool enters KD's
+/// loss or its choice of epoch. The pool is a Dataset, so its programs need costs that Dataset keeps
+/// (finite, > 0, < 1e9): a tuner's unmeasured candidates would carry placeholder costs. In the studies
+/// of `tclm transfer` the pool is the target's recorded programs, i.e. those that measured validly.
+/// The caller chooses the tasks: they should be training tasks (not the tasks being evaluated).
 struct KdPool {
   const Dataset* data = nullptr;  // null: KD distils on the measured training tasks (the CL data)
   std::vector<uint32_t> tasks;    // indices into data->tasks(), all of the platform being learned

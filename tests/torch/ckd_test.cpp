@@ -287,12 +287,19 @@ TEST(Ckd, KdPoolIsDistilledOnWithoutReadingItsLabels) {
     measured_programs += static_cast<int64_t>(measured.tasks()[t].programs.size());
   }
   ASSERT_GT(pool_programs, 2 * measured_programs);
+  // A second phase (Phi > 0 from the first), 3 KD epochs (a kept-epoch choice), the Fisher update.
   auto learn = [&](const Dataset* pool, int64_t* kd_programs) {
     CkdOptions o = tiny_options();
+    o.epochs_kd = 3;
     KnowledgeBase kb(o.kb, 0);
+    learn_platform(kb, measured, s.train, s.valid, "k80", o);
     const CkdPhaseLog log = learn_platform(kb, measured, s.train, s.valid, "k80", o, {}, KdPool{pool, s.train});
+    EXPECT_GT(log.phi, 0.0);
     *kd_programs = log.kd_programs;
-    return predict_programs(kb.model(), real, some);
+    std::vector<float> scores = predict_programs(kb.model(), real, some);
+    scores.push_back(static_cast<float>(log.fisher_mean));  // the Fisher information after the phase, too
+    scores.push_back(static_cast<float>(log.kd_kept_epoch));
+    return scores;
   };
   int64_t n_real = 0, n_scrambled = 0, n_none = 0;
   const std::vector<float> with_real = learn(&real, &n_real), with_scrambled = learn(&scrambled, &n_scrambled),
