@@ -237,10 +237,10 @@ TEST(Ckd, KdFromAcStartsTheKbFromTheActiveColumn) {
   EXPECT_GT(from_ac, 100 * std::max(own, 1e-6));
 }
 
-// KD on a pool of unmeasured candidates (KdPool): the pool's labels are never read. The same
-// programs with scrambled costs (a pool whose labels are nonsense) give the KB the very same weights;
-// the pool is really what KD distils on (the KB differs from KD on the measured programs, and the log
-// counts the pool's programs); a pool with LambdaRank in KD, or of another platform, is refused.
+// KD on a pool of unmeasured candidates (KdPool): no label of the pool reaches the KB. The same
+// programs with scrambled costs (a pool whose labels are nonsense) give the very same KB scores,
+// Fisher information and kept KD epoch; the pool is really what KD distils on (the KB differs from KD
+// on the measured programs); a pool with LambdaRank in KD, or of another platform, is refused.
 TEST(Ckd, KdPoolIsDistilledOnWithoutReadingItsLabels) {
   const std::string dir = test::source_dir() + "/data/records/k80/pooling";
   Dataset real = load_embedded("k80", "k80/pooling");
