@@ -47,7 +47,7 @@ struct Opts {
                                sampler = "rdu", out = "out/transfer", kd_data = "measured";
   double budget = 0.1;
   double source_fraction = 1.0;
-  int seeds = 1;
+  int seeds = 1, first_seed = 0;
   bool quiet = false;
 };
 
@@ -60,7 +60,7 @@ Command add_transfer_command(CLI::App& app) {
       "active column, dynamic Phi, EWC), RDU-sample --budget of the --target's programs, learn the target, and "
       "evaluate every platform after every phase, next to the baselines (the knowledge base after each KD "
       "phase; method '<tcl method>:ac' rows: the active column after each CL phase). Writes phases.csv, transfer.md, "
-      "transfer.json, transfer.png and, with method tcl, kb.tclm (the deployable knowledge base of seed 0)");
+      "transfer.json, transfer.png and, with method tcl, kb.tclm (the deployable knowledge base of the first seed)");
   auto o = std::make_shared<Opts>();
   o->train.epochs = 12;
   o->train.patience = 4;
@@ -77,7 +77,14 @@ Command add_transfer_command(CLI::App& app) {
   cmd->add_option("--sampler", o->sampler, "Sampler of the target budget: rdu, random, kcenter, uncertainty, balto");
   cmd->add_option("--methods", o->methods,
                   "Comma-separated: tcl, tcl-no-phi (Phi = 1), tcl-no-ewc (lambda = 0), target-only, finetune, mtl, full");
-  cmd->add_option("--seeds", o->seeds, "Seeds 0..N-1 (sampling, initialisation, batches)")->check(CLI::Range(1, 100));
+  cmd->add_option("--seeds", o->seeds,
+                  "Run N seeds, --first-seed .. --first-seed + N - 1 (each seeds the target's sampling, the "
+                  "initialisation and the batches; tables give mean ± standard deviation over them)")
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--first-seed", o->first_seed,
+                  "First seed (default 0): e.g. --first-seed 2 --seeds 1 runs seed 2 alone, to run the seeds of one "
+                  "study in parallel jobs (each into its own --out; a seed's figures do not depend on the others)")
+      ->check(CLI::Range(0, 1000000));
   cmd->add_option("-o,--out", o->out, "Output directory");
   cmd->add_option("--epochs-cl", o->ckd.epochs_cl, "CL epochs per platform")->check(CLI::Range(1, 10000));
   cmd->add_option("--epochs-kd", o->ckd.epochs_kd, "KD epochs per platform")->check(CLI::Range(1, 10000));
@@ -222,7 +229,7 @@ Command add_transfer_command(CLI::App& app) {
 
     size_t budget_programs = 0, target_pool = 0;
     bool kb_written = false;
-    for (int seed = 0; seed < o->seeds; ++seed) {
+    for (int seed = o->first_seed; seed < o->first_seed + o->seeds; ++seed) {
       // ---- the target's measured budget (the same picks for every method of this seed)
       std::vector<uint32_t> target_tasks = of(split.train, target);
       for (uint32_t t : of(split.valid, target)) target_tasks.push_back(t);
@@ -285,7 +292,7 @@ Command add_transfer_command(CLI::App& app) {
                                            eval_ac(target), pool);
           phase_json += fmt::format(",\n {{\"method\": \"{}\", \"seed\": {}, \"phase\": {}}}", method, seed, to_json(log));
           evaluate_all(method, seed, ++phase, "learn " + target, kb_scorer, platforms);
-          if (method == "tcl" && seed == 0) {
+          if (method == "tcl" && seed == o->first_seed) {
             save_weights(kb.deployable(fmt::format("{{\"pipeline\": \"tcl\", \"sources\": \"{}\", \"target\": \"{}\", "
                                                    "\"budget\": {}, \"kd_data\": \"{}\"}}", json_escape(o->sources), json_escape(target),
                                                    o->budget, o->kd_data)),
@@ -379,8 +386,10 @@ Command add_transfer_command(CLI::App& app) {
     write_file_atomic(o->out + "/transfer.md", table);
     write_file_atomic(o->out + "/transfer.json",
                       fmt::format("{{\"sources\": \"{}\", \"target\": \"{}\", \"budget\": {}, \"sampler\": \"{}\", "
-                                  "\"kd_data\": \"{}\", \"target_programs_measured\": {}, \"target_pool\": {}, \"ckd_phases\": [{}]}}\n",
+                                  "\"kd_data\": \"{}\", \"first_seed\": {}, \"seeds\": {}, \"target_programs_measured\": {}, \"target_pool\": {}, "
+                                  "\"ckd_phases\": [{}]}}\n",
                                   json_escape(o->sources), json_escape(target), o->budget, o->sampler, o->kd_data,
+                                  o->first_seed, o->seeds,
                                   budget_programs, target_pool, phase_json));
     plot_csv("transfer", o->out + "/phases.csv", o->out + "/transfer.png");
     std::cout << table << "results: " << o->out << "/{transfer.md,transfer.json,phases.csv,transfer.png,kb.tclm}\n";

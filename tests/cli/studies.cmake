@@ -130,17 +130,28 @@ if(NOT rc EQUAL 0 OR NOT err MATCHES "1 kept runs have a partial curve" OR NOT n
   message(FATAL_ERROR "study-sampling --resume --curves kept a partial curve (${n_cut} rows): rc ${rc}:\n${err}")
 endif()
 
-# transfer: k80 -> v100 with TCL and target-only: 2 TCL phases x 2 platforms for the knowledge base
-# (after KD), as many for the active column (after CL, method tcl:ac), + 1 target-only row = 9 rows,
-# and a deployable knowledge base that tclm eval accepts.
-run(transfer -d k80=${DATA}/k80/pooling -d v100=${DATA}/v100/pooling --sources k80 --target v100 --budget 0.3
-    --methods tcl,target-only --epochs-cl 1 --epochs-kd 1 --epochs 1 --min-steps 0 --test-fraction 0.3 --quiet -o ${OUT}/transfer)
+# transfer: k80 -> v100 with TCL and target-only, 2 seeds: per seed, 2 TCL phases x 2 platforms for
+# the knowledge base (after KD), as many for the active column (after CL, method tcl:ac), + 1
+# target-only row = 9 rows, 18 in all; and a deployable knowledge base that tclm eval accepts.
+set(transfer_args -d k80=${DATA}/k80/pooling -d v100=${DATA}/v100/pooling --sources k80 --target v100 --budget 0.3
+    --methods tcl,target-only --epochs-cl 1 --epochs-kd 1 --epochs 1 --min-steps 0 --test-fraction 0.3 --quiet)
+run(transfer ${transfer_args} --seeds 2 -o ${OUT}/transfer)
 count_lines(${OUT}/transfer/phases.csv n_phases)
 file(STRINGS ${OUT}/transfer/phases.csv ac_rows REGEX "^tcl:ac,0,(1,learn k80|2,learn v100),v100,")
 list(LENGTH ac_rows n_ac)
 file(READ ${OUT}/transfer/transfer.md transfer_md)
-if(NOT n_phases EQUAL 9 OR NOT n_ac EQUAL 2 OR NOT transfer_md MATCHES "tcl \\(active column after CL\\)")
-  message(FATAL_ERROR "transfer wrote ${n_phases} phase rows (want 9, with the active column's tcl:ac rows):\n${transfer_md}")
+if(NOT n_phases EQUAL 18 OR NOT n_ac EQUAL 2 OR NOT transfer_md MATCHES "tcl \\(active column after CL\\)")
+  message(FATAL_ERROR "transfer wrote ${n_phases} phase rows (want 18, with the active column's tcl:ac rows):\n${transfer_md}")
+endif()
+# --first-seed 1 --seeds 1 runs seed 1 alone, and it must give seed 1's rows of the 2-seed run digit
+# for digit: nothing carries from one seed to the next (RNG state, caches), so seeds can run in
+# parallel jobs.
+run(transfer ${transfer_args} --first-seed 1 --seeds 1 -o ${OUT}/transfer-seed1)
+file(STRINGS ${OUT}/transfer/phases.csv seed1_of_two REGEX "^[a-z:-]+,1,")
+file(STRINGS ${OUT}/transfer-seed1/phases.csv seed1_alone REGEX "^[a-z:-]+,1,")
+list(LENGTH seed1_alone n_seed1)
+if(NOT n_seed1 EQUAL 9 OR NOT seed1_alone STREQUAL seed1_of_two)
+  message(FATAL_ERROR "transfer --first-seed 1 --seeds 1 differs from seed 1 of --seeds 2:\n${seed1_alone}\n---\n${seed1_of_two}")
 endif()
 run(eval -m ${OUT}/transfer/kb.tclm -d v100=${DATA}/v100/pooling --test-fraction 0.3)
 if(NOT last_out MATCHES "pairwise")
