@@ -17,6 +17,7 @@
 #include "common/bytes.h"
 #include "common/timer.h"
 #include "plot.h"
+#include "tclm/metrics.h"
 #include "tclm/sample.h"
 #include "train/active_sampling.h"
 #include "train/trainer.h"
@@ -215,6 +216,42 @@ std::string study_table(const std::vector<StudyRow>& rows, const RankingReport& 
       }
       out += "\n";
     }
+  }
+  // Paired by seed: the runs of one seed share the split, initialisation and batch order, so the
+  // differences are what the "above random by more than the seed-to-seed spread" asks about.
+  std::string paired;
+  auto by_seed = [&](const std::string& sampler, double rate, int metric) {
+    std::map<int, double> m;
+    const auto it = cell.find({sampler, rate});
+    if (it == cell.end()) return m;
+    for (const StudyRow* x : it->second) {
+      m[x->seed] = metric == 0 ? x->test.top1.pooled : metric == 1 ? x->test.top1.task_mean : x->test.top5.pooled;
+    }
+    return m;
+  };
+  const double all_rate = cell.count({"all", 1.0}) ? 1.0 : -1.0;
+  for (const auto& s : samplers) {
+    if (s == "all") continue;
+    for (double r : rates) {
+      if (!cell.count({s, r})) continue;
+      for (const std::string base : {"random", "all"}) {
+        if (base == s) continue;
+        const double base_rate = base == "all" ? all_rate : r;
+        if (!cell.count({base, base_rate})) continue;
+        paired += fmt::format("| {} - {} | {:g}% |", s, base == "all" ? "all data" : base, 100 * r);
+        for (int metric = 0; metric < 3; ++metric) {
+          const PairedDifference d = paired_by_seed(by_seed(s, r, metric), by_seed(base, base_rate, metric));
+          paired += fmt::format(" {} {} |", format_paired(d), d.verdict());
+        }
+        paired += "\n";
+      }
+    }
+  }
+  if (!paired.empty()) {
+    out += "\npaired by seed: mean ± std of the per-seed differences (each seed's in brackets); ahead / behind "
+           "when the mean is beyond one std of the differences, else level\n\n"
+           "| comparison | rate | top-1 (pooled) | top-1 task mean | top-5 (pooled) |\n|---|---|---|---|---|\n" +
+           paired;
   }
   out += fmt::format(
       "\nrandom ranking of the test tasks (exact expectation): top-1 {:.3f}, top-1 task mean {:.3f}, top-5 {:.3f}\n",

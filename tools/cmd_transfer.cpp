@@ -20,6 +20,7 @@
 #include "common/timer.h"
 #include "distill/ckd.h"
 #include "plot.h"
+#include "tclm/metrics.h"
 #include "train/active_sampling.h"
 #include "train/trainer.h"
 
@@ -59,8 +60,11 @@ Command add_transfer_command(CLI::App& app) {
       "The TCL pipeline: learn the --sources platforms in order (continual knowledge distillation: knowledge base + "
       "active column, dynamic Phi, EWC), RDU-sample --budget of the --target's programs, learn the target, and "
       "evaluate every platform after every phase, next to the baselines (the knowledge base after each KD "
-      "phase; method '<tcl method>:ac' rows: the active column after each CL phase). Writes phases.csv, transfer.md, "
-      "transfer.json, transfer.png and, with method tcl, kb.tclm (the deployable knowledge base of the first seed)");
+      "phase; method '<tcl method>:ac' rows: the active column after each CL phase). Writes phases.csv, transfer.md "
+      "(with tcl minus each other method, paired by seed), transfer.json, transfer.png, transfer_options.txt (every "
+      "option's value) and, with method tcl, kb.tclm (the deployable knowledge base of the first seed)");
+  // transfer_options.txt records every option's value, defaults included.
+  cmd->option_defaults()->always_capture_default();
   auto o = std::make_shared<Opts>();
   o->train.epochs = 12;
   o->train.patience = 4;
@@ -93,6 +97,11 @@ Command add_transfer_command(CLI::App& app) {
   cmd->add_option("--phi-floor", o->ckd.phi_floor, fmt::format("Lower bound of Phi (default {:g})", o->ckd.phi_floor))->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--phi-decay", o->ckd.phi_decay, fmt::format("Phi decay per CL epoch (default {:g}; 1 = none)", o->ckd.phi_decay))->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--kd-task-weight", o->ckd.kd_task_weight, fmt::format("LambdaRank on the labels during KD (default {:g})", o->ckd.kd_task_weight))->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--kd-temperature", o->ckd.kd_temperature,
+                  fmt::format("Experimental: temperature of KD's listwise distillation over z-scored scores (default {:g}); "
+                              "below 1 the active column's top programs weigh more in what the knowledge base "
+                              "matches (docs/transfer.md)", o->ckd.kd_temperature))
+      ->check(CLI::Range(0.01, 100.0));
   cmd->add_flag("--kd-from-ac", o->ckd.kd_from_ac,
                  "Experimental: KD starts the knowledge base from the active column's column weights (the same "
                  "architecture) instead of its own; EWC still pulls towards the earlier platforms' anchors");
@@ -111,7 +120,7 @@ Command add_transfer_command(CLI::App& app) {
   cmd->add_option("--threads", o->train.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
   add_select_option(cmd, &o->train.select);  // the baselines' and the CKD phases' model selection
   cmd->add_flag("--quiet", o->quiet, "No progress display");
-  return Command{cmd, [o]() {
+  return Command{cmd, [o, cmd]() {
     const auto sources = split_list(o->sources);
     const auto methods = split_list(o->methods);
     if (methods.empty()) throw Error("--methods lists no method; give e.g. tcl,target-only");
@@ -371,6 +380,47 @@ Command add_transfer_command(CLI::App& app) {
       add_row(m, m, tcl, tcl || m == "finetune" || m == "mtl");
       if (tcl) add_row(m + ":ac", m + " (active column after CL)", true, false);
     }
+    // Paired by seed (every method of a seed runs on the same split with the same target picks): each
+    // tcl method minus each other method, on the target and on the sources at the end.
+    auto seed_values = [&](const std::string& method, const std::string& platform, int metric) {
+      int last_phase = -1;
+      for (const auto& r : rows) {
+        if (r.method == method && r.platform == platform) last_phase = std::max(last_phase, r.phase_index);
+      }
+      std::map<int, double> v;
+      for (const auto& r : rows) {
+        if (r.method == method && r.platform == platform && r.phase_index == last_phase) {
+          v[r.seed] = metric == 1 ? r.top5 : metric == 2 ? r.top1_task_mean : r.top1;
+        }
+      }
+      return v;
+    };
+    std::string paired;
+    for (const auto& m : methods) {
+      if (m.rfind("tcl", 0) != 0) continue;
+      for (const auto& other : methods) {
+        if (other == m || (m != "tcl" && other.rfind("tcl", 0) == 0)) continue;
+        paired += fmt::format("| {} - {} |", m, other);
+        for (int metric : {0, 2, 1}) {
+          const PairedDifference d = paired_by_seed(seed_values(m, target, metric), seed_values(other, target, metric));
+          paired += fmt::format(" {} {} |", format_paired(d), d.verdict());
+        }
+        for (const auto& src : sources) {
+          const PairedDifference d = paired_by_seed(seed_values(m, src, 0), seed_values(other, src, 0));
+          paired += d.diffs.empty() ? std::string(" - |") : fmt::format(" {} {} |", format_paired(d), d.verdict());
+        }
+        paired += "\n";
+      }
+    }
+    if (!paired.empty()) {
+      table += "\npaired by seed: mean ± std of the per-seed differences (each seed's in brackets); ahead / behind "
+               "when the mean is beyond one std of the differences, else level\n\n"
+               "| comparison | target top-1 | target top-1 task mean | target top-5 |";
+      for (const auto& src : sources) table += fmt::format(" {} top-1 at the end |", src);
+      table += "\n|---|---|---|---|";
+      for (size_t i = 0; i < sources.size(); ++i) table += "---|";
+      table += "\n" + paired;
+    }
     if (!rows.empty()) {
       for (const auto& r : rows) {
         if (r.platform == target) {
@@ -383,6 +433,8 @@ Command add_transfer_command(CLI::App& app) {
       table += fmt::format("knowledge base: {} bytes ({} parameters), whatever the number of platforms\n",
                            std::filesystem::file_size(o->out + "/kb.tclm"), load_weights(o->out + "/kb.tclm").num_parameters());
     }
+    // Every option's value, defaults included: which settings a directory of results came from.
+    write_file_atomic(o->out + "/transfer_options.txt", cmd->config_to_str(true, false));
     write_file_atomic(o->out + "/transfer.md", table);
     write_file_atomic(o->out + "/transfer.json",
                       fmt::format("{{\"sources\": \"{}\", \"target\": \"{}\", \"budget\": {}, \"sampler\": \"{}\", "
@@ -392,7 +444,7 @@ Command add_transfer_command(CLI::App& app) {
                                   o->first_seed, o->seeds,
                                   budget_programs, target_pool, phase_json));
     plot_csv("transfer", o->out + "/phases.csv", o->out + "/transfer.png");
-    std::cout << table << "results: " << o->out << "/{transfer.md,transfer.json,phases.csv,transfer.png,kb.tclm}\n";
+    std::cout << table << "results: " << o->out << "/{transfer.md,transfer.json,phases.csv,transfer.png,transfer_options.txt,kb.tclm}\n";
     return 0;
   }};
 }

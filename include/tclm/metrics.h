@@ -9,6 +9,7 @@
 // Both are in (0, 1]; 1 means the model's top-k always contains the best program.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,5 +54,29 @@ TopKScore expected_random_top_k_score(const std::vector<TaskRanking>& tasks, int
 /// number (two NaNs tie). Returns 0.5 when there are no such pairs. O(n log n) per task. Throws
 /// tclm::Error on a size mismatch or a latency that is not finite and > 0.
 double pairwise_accuracy(const std::vector<TaskRanking>& tasks);
+
+/// One setting against a baseline over the same seeds, paired by seed. In tclm's studies both runs
+/// of a seed share the task split, the initialisation seed and the batch order, so the per-seed
+/// difference removes the part of the seed-to-seed noise the two runs have in common (a test workload
+/// that one seed's models all rank badly). Used by `tclm study-sampling` (a sampler against random and
+/// against all data) and `tclm transfer` (TCL against each baseline).
+struct PairedDifference {
+  std::vector<int> seeds;     // seeds present in both, ascending
+  std::vector<double> diffs;  // a - b for each of them, same order
+  double mean = 0;            // mean of diffs (0 when there are none)
+  double std = 0;             // sample standard deviation of diffs (n - 1); 0 when n < 2
+  /// "ahead" when mean - std > 0, "behind" when mean + std < 0, "level" otherwise (also for n < 2,
+  /// where the spread is unknown): a setting counts as better only when its mean gain is larger than
+  /// the seed-to-seed spread of the gain itself.
+  std::string verdict() const;
+};
+
+/// a[s] - b[s] over the seeds s in both maps. Seeds in only one map are left out (`seeds` says which
+/// were used). Throws tclm::Error if a value is not finite.
+PairedDifference paired_by_seed(const std::map<int, double>& a, const std::map<int, double>& b);
+
+/// "+0.028 ± 0.082 (+0.092, +0.056, -0.065)": mean ± std of the differences, then each seed's in
+/// ascending seed order; "-" when no seed is in both.
+std::string format_paired(const PairedDifference& d);
 
 }  // namespace tclm

@@ -234,6 +234,10 @@ struct CkdTrainer {
                            const CkdOptions& o, const std::function<void(const DatasetScorer&)>& after_cl,
                            const KdPool& pool) {
     if (train_tasks.empty()) throw Error("learn_platform(" + platform + "): no training tasks");
+    if (!(o.temperature > 0) || !(o.kd_temperature > 0) || !std::isfinite(o.temperature) ||
+        !std::isfinite(o.kd_temperature))
+      throw Error(fmt::format("learn_platform({}): distillation temperatures must be finite and > 0 (CL {:g}, KD {:g})",
+                              platform, o.temperature, o.kd_temperature));
     const uint32_t version = data.feature_version();
     if (!kb.learned_.empty()) check_feature_family(kb.feature_version_, version, "platform " + platform);
     if (train_tasks.front() >= data.tasks().size()) {
@@ -353,7 +357,7 @@ struct CkdTrainer {
                    teacher = bt.to_grid(ac->forward(bt.x, bt.mask));
                  }
                  const auto s = bt.to_grid(model->forward(bt.x, bt.mask));
-                 torch::Tensor loss = listwise_distill_loss(s, teacher, bt.label_mask, o.temperature);
+                 torch::Tensor loss = listwise_distill_loss(s, teacher, bt.label_mask, o.kd_temperature);
                  if (o.kd_task_weight > 0) loss = loss + o.kd_task_weight * lambdarank_loss(s, bt.labels, bt.label_mask);
                  if (o.lambda > 0 && kb.has_fisher()) loss = loss + o.lambda * kb.ewc_penalty();
                  return loss;

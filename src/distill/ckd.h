@@ -56,7 +56,10 @@ struct CkdOptions {
   bool kd_from_ac = false;      // KD starts the KB from the AC's column weights (same architecture)
                                 // instead of its own; EWC still pulls towards the old anchors.
                                 // Experimental (docs/transfer.md, fifth session)
-  double temperature = 1.0;     // of the listwise distillation
+  double temperature = 1.0;     // of the listwise distillation in CL (the KB teaching the AC)
+  double kd_temperature = 1.0;  // of the listwise distillation in KD (the AC teaching the KB). Below 1
+                                // sharpens the teacher's softmax over z-scores towards its top
+                                // programs (docs/transfer.md, eighth session); experimental
   // KD's learning rate is CL's, not the spec's 1e-4 (TCL-SPEC §7): at 1e-4 the KB did not take in the
   // AC in a phase of 150-200 steps. Measured on the V100 (docs/transfer.md, fifth session): test
   // top-1 task mean 0.827 for the AC, 0.690 for the KB distilled from it at 1e-4, 0.754 at 7e-4.

@@ -251,4 +251,50 @@ double pairwise_accuracy(const std::vector<TaskRanking>& tasks) {
   return static_cast<double>(agree2) / (2.0 * static_cast<double>(pairs));
 }
 
+PairedDifference paired_by_seed(const std::map<int, double>& a, const std::map<int, double>& b) {
+  PairedDifference d;
+  for (const auto& [seed, x] : a) {
+    const auto it = b.find(seed);
+    if (it == b.end()) continue;
+    if (!std::isfinite(x) || !std::isfinite(it->second)) {
+      throw Error("paired_by_seed: seed " + std::to_string(seed) + " has a value that is not finite");
+    }
+    d.seeds.push_back(seed);
+    d.diffs.push_back(x - it->second);
+  }
+  const size_t n = d.diffs.size();
+  if (n == 0) return d;
+  for (double v : d.diffs) d.mean += v;
+  d.mean /= static_cast<double>(n);
+  if (n > 1) {
+    double ss = 0;
+    for (double v : d.diffs) ss += (v - d.mean) * (v - d.mean);
+    d.std = std::sqrt(ss / static_cast<double>(n - 1));
+  }
+  return d;
+}
+
+std::string PairedDifference::verdict() const {
+  if (diffs.size() < 2) return "level";
+  if (mean - std > 0) return "ahead";
+  if (mean + std < 0) return "behind";
+  return "level";
+}
+
+std::string format_paired(const PairedDifference& d) {
+  if (d.diffs.empty()) return "-";
+  auto sign = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%+.3f", v);
+    // "-0.000" reads as a loss that is not there
+    return std::string(buf) == "-0.000" ? std::string("+0.000") : std::string(buf);
+  };
+  std::string out = sign(d.mean);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, " ± %.3f (", d.std);
+  out += buf;
+  for (size_t i = 0; i < d.diffs.size(); ++i) out += (i ? ", " : "") + sign(d.diffs[i]);
+  return out + ")";
+}
+
 }  // namespace tclm

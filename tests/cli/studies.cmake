@@ -50,6 +50,12 @@ if(NOT n_after EQUAL 7 OR NOT "${after_head}" STREQUAL "${before}")
   message(FATAL_ERROR "study-sampling --resume: ${n_after} lines (expected 7), first rows kept: "
           "'${after_head}' vs '${before}'")
 endif()
+# sampling.md pairs the two seeds: rdu minus random at 50%, with each seed's difference.
+file(READ ${OUT}/study/sampling.md study_md)
+set(pair_re "[+-][0-9]+\\.[0-9]+ ± [0-9]+\\.[0-9]+ \\([+-][0-9]+\\.[0-9]+, [+-][0-9]+\\.[0-9]+\\) (ahead|behind|level)")
+if(NOT study_md MATCHES "\\| rdu - random \\| 50% \\| ${pair_re} \\|" OR NOT study_md MATCHES "\\| random - all data \\| 50% \\|")
+  message(FATAL_ERROR "sampling.md has no paired-by-seed rows for 2 seeds:\n${study_md}")
+endif()
 # test_tasks.csv: one row per run and test task, seed 0's rows kept by --resume.
 file(STRINGS ${OUT}/study/test_tasks.csv task_rows)
 list(LENGTH task_rows n_task_rows)
@@ -142,6 +148,12 @@ list(LENGTH ac_rows n_ac)
 file(READ ${OUT}/transfer/transfer.md transfer_md)
 if(NOT n_phases EQUAL 18 OR NOT n_ac EQUAL 2 OR NOT transfer_md MATCHES "tcl \\(active column after CL\\)")
   message(FATAL_ERROR "transfer wrote ${n_phases} phase rows (want 18, with the active column's tcl:ac rows):\n${transfer_md}")
+endif()
+# tcl minus target-only, paired over the 2 seeds (target and source); every option recorded.
+file(READ ${OUT}/transfer/transfer_options.txt transfer_options)
+if(NOT transfer_md MATCHES "\\| tcl - target-only \\| ${pair_re} \\|" OR NOT transfer_options MATCHES "kd-temperature=1")
+  message(FATAL_ERROR "transfer.md has no paired tcl - target-only row, or transfer_options.txt no kd-temperature:\n"
+          "${transfer_md}\n${transfer_options}")
 endif()
 # --first-seed 1 --seeds 1 runs seed 1 alone, and it must give seed 1's rows of the 2-seed run digit
 # for digit: nothing carries from one seed to the next (RNG state, caches), so seeds can run in

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -283,6 +284,44 @@ TEST(PairwiseAccuracy, MatchesAllPairsOnRandomTasksWithTies) {
     const double expected = pairs ? agree / static_cast<double>(pairs) : 0.5;
     EXPECT_NEAR(pairwise_accuracy(tasks), expected, 1e-12) << "trial " << trial;
   }
+}
+
+
+// Paired by seed: the K80 study's RDU and random top-1 (pooled) at 10%, seeds 0-2 (docs/sampler.md,
+// seventh session), by hand: differences +0.092028, +0.056305, -0.064573; mean 0.027920; sample std
+// sqrt(((0.064108)^2 + (0.028385)^2 + (0.092493)^2) / 2) = 0.082069.
+TEST(PairedBySeed, MatchesAHandComputedStudy) {
+  const std::map<int, double> rdu{{0, 0.830819}, {1, 0.831483}, {2, 0.703953}, {5, 0.9}};
+  const std::map<int, double> random{{0, 0.738791}, {1, 0.775178}, {2, 0.768526}, {7, 0.1}};
+  const PairedDifference d = paired_by_seed(rdu, random);
+  ASSERT_EQ(d.seeds, (std::vector<int>{0, 1, 2}));  // seeds 5 and 7 have no partner
+  EXPECT_NEAR(d.diffs[0], 0.092028, 1e-9);
+  EXPECT_NEAR(d.diffs[2], -0.064573, 1e-9);
+  EXPECT_NEAR(d.mean, 0.027920, 1e-6);
+  EXPECT_NEAR(d.std, 0.082069, 1e-6);
+  EXPECT_EQ(d.verdict(), "level");  // a mean gain smaller than its own spread
+  EXPECT_EQ(format_paired(d), "+0.028 ± 0.082 (+0.092, +0.056, -0.065)");
+  // Reversed: the same spread, the opposite sign.
+  EXPECT_NEAR(paired_by_seed(random, rdu).mean, -0.027920, 1e-6);
+}
+
+TEST(PairedBySeed, VerdictNeedsTheGainToExceedItsSpread) {
+  // Differences 0.03, 0.05, 0.04: mean 0.04, std 0.01 -> ahead; negated -> behind.
+  const std::map<int, double> base{{0, 0.5}, {1, 0.5}, {2, 0.5}};
+  const std::map<int, double> up{{0, 0.53}, {1, 0.55}, {2, 0.54}}, down{{0, 0.47}, {1, 0.45}, {2, 0.46}};
+  EXPECT_EQ(paired_by_seed(up, base).verdict(), "ahead");
+  EXPECT_EQ(paired_by_seed(down, base).verdict(), "behind");
+  EXPECT_NEAR(paired_by_seed(up, base).std, 0.01, 1e-12);
+  // One seed: no spread, never "ahead".
+  const PairedDifference one = paired_by_seed({{3, 0.9}}, {{3, 0.1}});
+  EXPECT_EQ(one.std, 0.0);
+  EXPECT_EQ(one.verdict(), "level");
+  EXPECT_EQ(format_paired(one), "+0.800 ± 0.000 (+0.800)");
+  // No common seed.
+  EXPECT_EQ(format_paired(paired_by_seed({{0, 1.0}}, {{1, 1.0}})), "-");
+  // A rounded-away loss is not printed as "-0.000".
+  EXPECT_EQ(format_paired(paired_by_seed({{0, 0.5}}, {{0, 0.5000001}})), "+0.000 ± 0.000 (+0.000)");
+  EXPECT_THROW(paired_by_seed({{0, std::nan("")}}, {{0, 1.0}}), Error);
 }
 
 }  // namespace

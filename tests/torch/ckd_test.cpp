@@ -43,6 +43,18 @@ TEST(ListwiseDistill, MatchesAHandComputedKl) {
   EXPECT_LT(s.grad()[0][1].item<float>(), 0.0f);  // raise the second
 }
 
+TEST(ListwiseDistill, TemperatureSharpensBothSoftmaxesAndScalesByTSquared) {
+  // The same two entries at T = 0.5: p = softmax(-2, 2), q = softmax(2, -2), times T^2 = 0.25.
+  const auto mask = torch::ones({1, 2});
+  const auto teacher = torch::tensor({{0.f, 5.f}});
+  const auto student = torch::tensor({{2.f, 1.f}});
+  const double p1 = 1.0 / (1.0 + std::exp(-4.0)), p0 = 1.0 - p1;
+  const double want = 0.25 * (p0 * std::log(p0 / p1) + p1 * std::log(p1 / p0));
+  EXPECT_NEAR(listwise_distill_loss(student, teacher, mask, 0.5).item<double>(), want, 1e-5);
+  // Sharper: the teacher's top entry carries more of the target distribution (0.982 against 0.881).
+  EXPECT_GT(p1, 1.0 / (1.0 + std::exp(-2.0)) + 0.1);
+}
+
 namespace {
 
 Dataset load_embedded(const std::string& platform, const std::string& dir) {
@@ -235,6 +247,38 @@ TEST(Ckd, KdFromAcStartsTheKbFromTheActiveColumn) {
   const double own = moved(false), from_ac = moved(true);
   EXPECT_LT(own, 1e-3);
   EXPECT_GT(from_ac, 100 * std::max(own, 1e-6));
+}
+
+TEST(Ckd, KdTemperatureActsOnKdOnly) {
+  // kd_temperature enters the KD loss only: the active column after CL is the same to the last bit,
+  // the KB distilled from it is not. A temperature <= 0 is refused.
+  Dataset d = load_embedded("k80", "k80/pooling");
+  Split s = make_split(d, SplitOptions{});
+  std::vector<uint32_t> some;
+  for (uint32_t t : s.valid) some.insert(some.end(), d.tasks()[t].programs.begin(), d.tasks()[t].programs.end());
+  ASSERT_FALSE(some.empty());
+  auto run = [&](double kd_temperature, std::vector<float>* ac_scores) {
+    CkdOptions o = tiny_options();
+    KnowledgeBase kb(o.kb, 0);
+    // The first phase at T = 1 in both runs, so the second phase's AC starts from the same KB, and its
+    // CL has the teacher term (Phi > 0; in a first phase Phi = 0 and CL has no teacher term at all).
+    learn_platform(kb, d, s.train, s.valid, "first", o);
+    o.kd_temperature = kd_temperature;
+    const CkdPhaseLog log =
+        learn_platform(kb, d, s.train, s.valid, "second", o, [&](const DatasetScorer& ac) { *ac_scores = ac(d, some); });
+    EXPECT_GT(log.phi, 0.0);
+    return predict_programs(kb.model(), d, some);
+  };
+  std::vector<float> ac1, ac_sharp;
+  const std::vector<float> kb1 = run(1.0, &ac1), kb_sharp = run(0.5, &ac_sharp);
+  ASSERT_EQ(ac1.size(), some.size());
+  EXPECT_EQ(max_diff(ac1, ac_sharp), 0.0) << "the KD temperature changed CL";
+  EXPECT_GT(max_diff(kb1, kb_sharp), 1e-6) << "the KD temperature did not reach KD";
+  CkdOptions o = tiny_options();
+  o.kd_temperature = 0;
+  KnowledgeBase kb(o.kb, 0);
+  EXPECT_NE(test::error_of([&] { learn_platform(kb, d, s.train, s.valid, "k80", o); }).find("temperatures"),
+            std::string::npos);
 }
 
 // KD on a pool of unmeasured candidates (KdPool): no label of the pool reaches the KB. The same
