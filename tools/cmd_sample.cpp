@@ -249,7 +249,7 @@ std::string study_table(const std::vector<StudyRow>& rows, const RankingReport& 
   }
   if (!paired.empty()) {
     out += "\npaired by seed: mean ± std of the per-seed differences (each seed's in brackets); ahead / behind "
-           "when the mean is beyond one std of the differences, else level\n\n"
+           "when the mean is beyond one std of the differences (and at least 0.0005), else level\n\n"
            "| comparison | rate | top-1 (pooled) | top-1 task mean | top-5 (pooled) |\n|---|---|---|---|---|\n" +
            paired;
   }

@@ -414,7 +414,7 @@ Command add_transfer_command(CLI::App& app) {
     }
     if (!paired.empty()) {
       table += "\npaired by seed: mean ± std of the per-seed differences (each seed's in brackets); ahead / behind "
-               "when the mean is beyond one std of the differences, else level\n\n"
+               "when the mean is beyond one std of the differences (and at least 0.0005), else level\n\n"
                "| comparison | target top-1 | target top-1 task mean | target top-5 |";
       for (const auto& src : sources) table += fmt::format(" {} top-1 at the end |", src);
       table += "\n|---|---|---|---|";

@@ -65,9 +65,10 @@ struct PairedDifference {
   std::vector<double> diffs;  // a - b for each of them, same order
   double mean = 0;            // mean of diffs (0 when there are none)
   double std = 0;             // sample standard deviation of diffs (n - 1); 0 when n < 2
-  /// "ahead" when mean - std > 0, "behind" when mean + std < 0, "level" otherwise (also for n < 2,
-  /// where the spread is unknown): a setting counts as better only when its mean gain is larger than
-  /// the seed-to-seed spread of the gain itself.
+  /// "ahead" when mean - std > 0, "behind" when mean + std < 0, "level" otherwise: also for n < 2
+  /// (the spread is unknown) and for |mean| < 0.0005 (a difference the 3-digit tables show as
+  /// +0.000, e.g. two runs equal up to rounding). A setting counts as better only when its mean
+  /// gain is larger than the seed-to-seed spread of the gain itself.
   std::string verdict() const;
 };
 

@@ -275,7 +275,8 @@ PairedDifference paired_by_seed(const std::map<int, double>& a, const std::map<i
 }
 
 std::string PairedDifference::verdict() const {
-  if (diffs.size() < 2) return "level";
+  // A mean that prints as +0.000 (identical runs, rounding) is no gain, however small its spread.
+  if (diffs.size() < 2 || std::fabs(mean) < 0.0005) return "level";
   if (mean - std > 0) return "ahead";
   if (mean + std < 0) return "behind";
   return "level";

@@ -155,6 +155,21 @@ if(NOT transfer_md MATCHES "\\| tcl - target-only \\| ${pair_re} \\|" OR NOT tra
   message(FATAL_ERROR "transfer.md has no paired tcl - target-only row, or transfer_options.txt no kd-temperature:\n"
           "${transfer_md}\n${transfer_options}")
 endif()
+# tools/paired_phases.py (pairs phases.csv files of separate jobs) agrees with transfer.md's table (on this
+# slice both models score ~1, so it checks the format and the +0.000 / level rules more than the arithmetic).
+find_program(PYTHON3 python3)
+if(PYTHON3)
+  execute_process(COMMAND ${PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/../../tools/paired_phases.py
+                  --a tcl ${OUT}/transfer/phases.csv --b target-only ${OUT}/transfer/phases.csv --platforms v100
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE py_out ERROR_VARIABLE py_err)
+  string(REGEX MATCH "\\| tcl - target-only \\| ([^|]+) \\| ([^|]+) \\| ([^|]+) \\|" m_cpp "${transfer_md}")
+  set(cpp_cells "${CMAKE_MATCH_1}|${CMAKE_MATCH_2}|${CMAKE_MATCH_3}")
+  string(REGEX MATCH "\\| v100 \\| 0,1 \\| ([^|]+) \\| ([^|]+) \\| ([^|]+) \\|" m_py "${py_out}")
+  set(py_cells "${CMAKE_MATCH_1}|${CMAKE_MATCH_2}|${CMAKE_MATCH_3}")
+  if(NOT rc EQUAL 0 OR NOT m_py OR NOT py_cells STREQUAL cpp_cells)
+    message(FATAL_ERROR "paired_phases.py disagrees with transfer.md (rc ${rc}):\n${py_out}${py_err}\nvs '${cpp_cells}'")
+  endif()
+endif()
 # --first-seed 1 --seeds 1 runs seed 1 alone, and it must give seed 1's rows of the 2-seed run digit
 # for digit: nothing carries from one seed to the next (RNG state, caches), so seeds can run in
 # parallel jobs.

@@ -317,6 +317,8 @@ TEST(PairedBySeed, VerdictNeedsTheGainToExceedItsSpread) {
   EXPECT_EQ(one.std, 0.0);
   EXPECT_EQ(one.verdict(), "level");
   EXPECT_EQ(format_paired(one), "+0.800 ± 0.000 (+0.800)");
+  // A tiny mean with a tinier spread (runs equal up to rounding) is level, not ahead.
+  EXPECT_EQ(paired_by_seed({{0, 0.50001}, {1, 0.50002}}, {{0, 0.5}, {1, 0.5}}).verdict(), "level");
   // No common seed.
   EXPECT_EQ(format_paired(paired_by_seed({{0, 1.0}}, {{1, 1.0}})), "-");
   // A rounded-away loss is not printed as "-0.000".
