@@ -344,25 +344,32 @@ Command add_transfer_command(CLI::App& app) {
     for (size_t i = 0; i < sources.size(); ++i) table += "---|---|";
     table += "\n";
     // metric: 0 = top-1 (pooled), 1 = top-5 (pooled), 2 = top-1 task mean
-    auto cell = [&](const std::string& method, const std::string& platform, const std::string& phase, int metric) {
-      std::vector<double> v;
+    // One figure of every seed's row of `method` on `platform` in `phase` ("end": the last phase with
+    // such a row). metric: 0 = top-1 (pooled), 1 = top-5 (pooled), 2 = top-1 task mean.
+    auto seed_values = [&](const std::string& method, const std::string& platform, const std::string& phase,
+                           int metric) {
       int last_phase = -1;
       for (const auto& r : rows) {
         if (r.method == method && r.platform == platform) last_phase = std::max(last_phase, r.phase_index);
       }
+      std::map<int, double> v;
       for (const auto& r : rows) {
         if (r.method != method || r.platform != platform) continue;
         if (phase == "end" ? r.phase_index == last_phase : r.phase == phase) {
-          v.push_back(metric == 1 ? r.top5 : metric == 2 ? r.top1_task_mean : r.top1);
+          v[r.seed] = metric == 1 ? r.top5 : metric == 2 ? r.top1_task_mean : r.top1;
         }
       }
-      if (v.empty()) return std::string("-");
+      return v;
+    };
+    auto cell = [&](const std::string& method, const std::string& platform, const std::string& phase, int metric) {
+      const std::map<int, double> by_seed = seed_values(method, platform, phase, metric);
+      if (by_seed.empty()) return std::string("-");
       double m = 0, sd = 0;
-      for (double x : v) m += x;
-      m /= static_cast<double>(v.size());
-      for (double x : v) sd += (x - m) * (x - m);
-      sd = v.size() > 1 ? std::sqrt(sd / static_cast<double>(v.size() - 1)) : 0;
-      return v.size() > 1 ? fmt::format("{:.4f} ± {:.4f}", m, sd) : fmt::format("{:.4f}", m);
+      for (const auto& [seed, x] : by_seed) m += x;
+      m /= static_cast<double>(by_seed.size());
+      for (const auto& [seed, x] : by_seed) sd += (x - m) * (x - m);
+      sd = by_seed.size() > 1 ? std::sqrt(sd / static_cast<double>(by_seed.size() - 1)) : 0;
+      return by_seed.size() > 1 ? fmt::format("{:.4f} ± {:.4f}", m, sd) : fmt::format("{:.4f}", m);
     };
     // One row per method; after each tcl method, its active column (rows of method "<method>:ac").
     // The sources' "after learning it" is shown for the tcl rows, "at the end" for the models that
@@ -382,19 +389,6 @@ Command add_transfer_command(CLI::App& app) {
     }
     // Paired by seed (every method of a seed runs on the same split with the same target picks): each
     // tcl method minus each other method, on the target and on the sources at the end.
-    auto seed_values = [&](const std::string& method, const std::string& platform, int metric) {
-      int last_phase = -1;
-      for (const auto& r : rows) {
-        if (r.method == method && r.platform == platform) last_phase = std::max(last_phase, r.phase_index);
-      }
-      std::map<int, double> v;
-      for (const auto& r : rows) {
-        if (r.method == method && r.platform == platform && r.phase_index == last_phase) {
-          v[r.seed] = metric == 1 ? r.top5 : metric == 2 ? r.top1_task_mean : r.top1;
-        }
-      }
-      return v;
-    };
     std::string paired;
     for (const auto& m : methods) {
       if (m.rfind("tcl", 0) != 0) continue;
@@ -402,11 +396,11 @@ Command add_transfer_command(CLI::App& app) {
         if (other == m || (m != "tcl" && other.rfind("tcl", 0) == 0)) continue;
         paired += fmt::format("| {} - {} |", m, other);
         for (int metric : {0, 2, 1}) {
-          const PairedDifference d = paired_by_seed(seed_values(m, target, metric), seed_values(other, target, metric));
+          const PairedDifference d = paired_by_seed(seed_values(m, target, "end", metric), seed_values(other, target, "end", metric));
           paired += fmt::format(" {} {} |", format_paired(d), d.verdict());
         }
         for (const auto& src : sources) {
-          const PairedDifference d = paired_by_seed(seed_values(m, src, 0), seed_values(other, src, 0));
+          const PairedDifference d = paired_by_seed(seed_values(m, src, "end", 0), seed_values(other, src, "end", 0));
           paired += d.diffs.empty() ? std::string(" - |") : fmt::format(" {} {} |", format_paired(d), d.verdict());
         }
         paired += "\n";

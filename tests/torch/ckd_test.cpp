@@ -73,6 +73,13 @@ CkdOptions tiny_options() {
   return o;
 }
 
+/// Every program of the given tasks, task by task.
+std::vector<uint32_t> programs_of(const Dataset& d, const std::vector<uint32_t>& tasks) {
+  std::vector<uint32_t> programs;
+  for (uint32_t t : tasks) programs.insert(programs.end(), d.tasks()[t].programs.begin(), d.tasks()[t].programs.end());
+  return programs;
+}
+
 /// The largest absolute difference between two score vectors of the same programs.
 double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double m = 0;
@@ -203,8 +210,7 @@ TEST(Ckd, AfterClScoresWithTheKeptActiveColumn) {
   o.epochs_cl = 2;
   KnowledgeBase kb(o.kb, 0);
   learn_platform(kb, d, s.train, s.valid, "first", o);
-  std::vector<uint32_t> some;
-  for (uint32_t t : s.valid) some.insert(some.end(), d.tasks()[t].programs.begin(), d.tasks()[t].programs.end());
+  const std::vector<uint32_t> some = programs_of(d, s.valid);
   const std::vector<float> kb_before = predict_programs(kb.model(), d, some);
   int calls = 0;
   double ac_valid = -1, kb_during = -1, ac_vs_kb = -1;
@@ -230,8 +236,7 @@ TEST(Ckd, KdFromAcStartsTheKbFromTheActiveColumn) {
   // began (CL does not touch it); with it, it ends as the CL-trained column, far from where it began.
   Dataset d = load_embedded("k80", "k80/pooling");
   Split s = make_split(d, SplitOptions{});
-  std::vector<uint32_t> some;
-  for (uint32_t t : s.valid) some.insert(some.end(), d.tasks()[t].programs.begin(), d.tasks()[t].programs.end());
+  const std::vector<uint32_t> some = programs_of(d, s.valid);
   ASSERT_FALSE(some.empty());
   auto moved = [&](bool from_ac) {
     CkdOptions o = tiny_options();
@@ -254,8 +259,7 @@ TEST(Ckd, KdTemperatureActsOnKdOnly) {
   // the KB distilled from it is not. A temperature <= 0 is refused.
   Dataset d = load_embedded("k80", "k80/pooling");
   Split s = make_split(d, SplitOptions{});
-  std::vector<uint32_t> some;
-  for (uint32_t t : s.valid) some.insert(some.end(), d.tasks()[t].programs.begin(), d.tasks()[t].programs.end());
+  const std::vector<uint32_t> some = programs_of(d, s.valid);
   ASSERT_FALSE(some.empty());
   auto run = [&](double kd_temperature, std::vector<float>* ac_scores) {
     CkdOptions o = tiny_options();
@@ -322,8 +326,7 @@ TEST(Ckd, KdPoolIsDistilledOnWithoutReadingItsLabels) {
   }
   std::sort(picked.begin(), picked.end());
   const Dataset measured = real.subset(picked);
-  std::vector<uint32_t> some;
-  for (uint32_t t : s.valid) some.insert(some.end(), real.tasks()[t].programs.begin(), real.tasks()[t].programs.end());
+  const std::vector<uint32_t> some = programs_of(real, s.valid);
   ASSERT_FALSE(some.empty());
   int64_t pool_programs = 0, measured_programs = 0;
   for (uint32_t t : s.train) {
