@@ -8,6 +8,7 @@
 
 #include <numeric>
 
+#include "common/runtime_env.h"
 #include "tclm/dataset.h"
 #include "tclm/feature.h"
 #include "train/losses.h"
@@ -99,4 +100,12 @@ BENCHMARK(BM_Predict)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTim
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// BENCHMARK_MAIN with the CLI's runtime settings (common/runtime_env.h).
+int main(int argc, char** argv) {
+  tclm::reexec_with_runtime_env(argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

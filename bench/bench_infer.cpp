@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "common/line_reader.h"
+#include "common/runtime_env.h"
 #include "infer/gemm.h"
 #include "infer/simd.h"
 #include "model/mamba.h"
@@ -245,10 +246,7 @@ double fma_loop_gflops(int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {  // as the CLI: passive OpenMP waiters (see tools/tclm.cpp)
-    ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-    ::execv("/proc/self/exe", argv);
-  }
+  tclm::reexec_with_runtime_env(argv);  // as the CLI: passive OpenMP waiters, OpenBLAS's own kernels
   size_t n = 10000;
   int reps = 5, xgb_rounds = 200;
   bool engine_only = false;  // --engine-only 1: just the engine rows (for tuning)

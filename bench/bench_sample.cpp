@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/runtime_env.h"
 #include "tclm/error.h"
 #include "tclm/feature.h"
 #include "tclm/sample.h"
@@ -109,6 +110,7 @@ void row(const char* method, std::size_t pool, std::size_t picks, double secs, c
 }  // namespace
 
 int main(int argc, char** argv) {
+  tclm::reexec_with_runtime_env(argv);  // as the CLI (common/runtime_env.h)
   std::size_t n = 1000000, tasks = 1000, kc_n = 100000;
   double fraction = 0.1;
   int threads = 0;

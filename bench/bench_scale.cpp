@@ -32,6 +32,7 @@
 
 #include <fmt/format.h>
 
+#include "common/runtime_env.h"
 #include "common/line_reader.h"
 #include "tclm/dataset.h"
 #include "tclm/error.h"
@@ -131,6 +132,7 @@ double generate(const std::vector<SourceLine>& src, const fs::path& dir, int64_t
 }  // namespace
 
 int main(int argc, char** argv) {
+  tclm::reexec_with_runtime_env(argv);  // as the CLI (common/runtime_env.h)
   int64_t records = 10'000'000, per_file = 100'000;
   std::string dir = "/tmp/tclm-scale", source = std::string(TCLM_SOURCE_DIR) + "/data/records", json;
   int threads = 0;

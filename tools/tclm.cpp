@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/bytes.h"
+#include "common/runtime_env.h"
 #include "tclm/dataset.h"
 #include "tclm/error.h"
 #include "tclm/evaluation.h"
@@ -49,13 +50,10 @@ WeightsFile load_model_option(const std::string& path, const CLI::App& cmd) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // libgomp reads OMP_WAIT_POLICY when it is loaded, before main. Its default (spinning waiters)
-  // fights OpenBLAS's threads for the cores and costs 15-25% of a training step on 2 cores
-  // (docs/benchmarks.md), so re-execute once with the passive policy unless the user chose one.
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
-    ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-    ::execv("/proc/self/exe", argv);  // returns only on failure: then go on with the default
-  }
+  // OMP_WAIT_POLICY=PASSIVE and, where OpenBLAS fell back to kernels older than this CPU, the
+  // OPENBLAS_CORETYPE of its own kernels: both are read when the libraries load, before main, so the
+  // process re-executes itself once (common/runtime_env.h; a user's own setting wins).
+  tclm::reexec_with_runtime_env(argv);
   CLI::App app{
       "tclm: a learned, cross-hardware cost model for tensor programs (TCL).\n"
       "Reads Ansor measure records, trains a Mamba model on transform-step sequences and ranks candidate\n"
