@@ -32,8 +32,8 @@
 
 #include <fmt/format.h>
 
-#include "common/runtime_env.h"
 #include "common/line_reader.h"
+#include "common/runtime_env.h"
 #include "tclm/dataset.h"
 #include "tclm/error.h"
 #include "tclm/feature.h"

@@ -5,6 +5,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 
@@ -16,9 +17,9 @@ std::string openblas_coretype_upgrade(std::string_view current, bool avx512, boo
       "Katmai", "Coppermine", "Northwood", "Prescott", "Banias",   "Atom",   "Core2",
       "Penryn", "Dunnington", "Nehalem",   "Athlon",   "Opteron",  "Opteron_SSE3", "Barcelona",
       "Nano",   "Sandybridge", "Bobcat",   "Bulldozer", "Piledriver"};
-  bool old = false;
-  for (std::string_view name : kPreAvx2)
-    if (name.size() == current.size() && ::strncasecmp(name.data(), current.data(), name.size()) == 0) old = true;
+  const bool old = std::any_of(kPreAvx2.begin(), kPreAvx2.end(), [&](std::string_view name) {
+    return name.size() == current.size() && ::strncasecmp(name.data(), current.data(), name.size()) == 0;
+  });
   if (!old) return "";
   if (avx512) return "SkylakeX";
   if (avx2_fma) return "Haswell";
