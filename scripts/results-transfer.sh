@@ -3,11 +3,12 @@
 # ablations. Usage: scripts/results-transfer.sh [extra transfer args]
 # Env: TCLM_RESULTS_OUT (default out/transfer-study), TCLM_BIN, SEEDS (default 2), ORDERS (default
 # "k80,v100:mi50"; "SOURCES:TARGET" items separated by blanks, e.g. "k80,v100:mi50 v100,mi50:k80" for both
-# GPU orders, "cpu24:platinum" for the CPU order).
-# Platforms: k80, v100, mi50 (roller_osdi22's GPUs), cpu24 (tvm_ansor_bench's 24-core x86 CPU, model not
-# stated) and platinum (tlcbench_platinum8358, Intel Xeon Platinum 8358). Each order loads only its own
-# platforms (in the fixed order of the list above), so adding one to the map does not move another
-# order's figures.
+# GPU orders, "cpu24:platinum platinum:cpu24" for the CPU orders).
+# Platforms (the list below): k80, v100, mi50 (roller_osdi22's GPUs), cpu24 (tvm_ansor_bench's 24-core
+# x86 CPU, model not stated) and platinum (tlcbench_platinum8358, Intel Xeon Platinum 8358). Each order
+# loads only its own platforms, in the list's order whatever the order of learning: the task order (and
+# with it the sources' random fraction) is that of the data as loaded, so adding a platform to the list
+# does not move another order's figures.
 # Sources use 10% of the programs of their training tasks (--source-fraction 0.1; their test tasks stay
 # whole) to fit a 2-seed study in ~45 min on 2 cores.
 set -euo pipefail
@@ -16,21 +17,25 @@ shared=${TCLM_SHARED_DATA:-../shared/data}
 out=${TCLM_RESULTS_OUT:-out/transfer-study}
 bin=${TCLM_BIN:-./build/tclm}
 mkdir -p "$out"
-declare -A path=(
-  [k80]="$shared/roller_osdi22/k80" [v100]="$shared/roller_osdi22/v100" [mi50]="$shared/roller_osdi22/mi50"
-  [cpu24]="$shared/tvm_ansor_bench" [platinum]="$shared/tlcbench_platinum8358")
+platforms=(k80=roller_osdi22/k80 v100=roller_osdi22/v100 mi50=roller_osdi22/mi50
+           cpu24=tvm_ansor_bench platinum=tlcbench_platinum8358)
 common=(--cache-dir out/cache --budget 0.1 --source-fraction 0.1 --epochs-cl 4 --epochs-kd 4 --epochs 6)
 for order in ${ORDERS:-k80,v100:mi50}; do
   sources=${order%%:*}
   target=${order##*:}
-  for p in ${sources//,/ } "$target"; do
-    [ -n "${path[$p]:-}" ] || { echo "results-transfer: unknown platform '$p' in ORDERS (have: ${!path[*]})" >&2; exit 2; }
+  data=() found=","
+  for entry in "${platforms[@]}"; do
+    plat=${entry%%=*}
+    if [[ ",$sources,$target," == *",$plat,"* ]]; then
+      data+=(-d "$plat=$shared/${entry#*=}")
+      found+="$plat,"
+    fi
   done
-  # -d in one fixed order whatever the order of learning: the task order (and with it the sources'
-  # random fraction) is that of the data as loaded.
-  data=()
-  for p in k80 v100 mi50 cpu24 platinum; do
-    [[ ",$sources,$target," == *",$p,"* ]] && data+=(-d "$p=${path[$p]}")
+  for p in ${sources//,/ } "$target"; do
+    if [[ "$found" != *",$p,"* ]]; then
+      echo "results-transfer: unknown platform '$p' in ORDERS (have: ${platforms[*]%%=*})" >&2
+      exit 2
+    fi
   done
   name="${sources//,/-}-to-$target"
   echo "== transfer $sources -> $target" >&2
