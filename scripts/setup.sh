@@ -11,6 +11,8 @@ PACKAGES=(
   libsimdjson-dev         # record parsing
   zlib1g-dev              # gzip records, CRC-32
   libcli11-dev libfmt-dev # CLI, formatting
+  nlohmann-json3-dev      # JSON outputs
+  ccache                  # compiler cache for rebuilds (used when present)
   libgtest-dev libgmock-dev libbenchmark-dev
   libxgboost-dev          # the XGBoost baseline (tclm compare; what TVM's tuners use by default)
   python3-matplotlib      # PNG plots of the study commands (tools/plot_results.py)
