@@ -48,8 +48,8 @@
 
 #include "common/line_reader.h"
 #include "common/runtime_env.h"
+#include "common/simd.h"
 #include "infer/gemm.h"
-#include "infer/simd.h"
 #include "model/mamba.h"
 #include "tclm/dataset.h"
 #include "tclm/feature.h"
@@ -210,9 +210,9 @@ double fma_loop_gflops(int threads) {
   constexpr int kChains = 16;
   const int64_t iters = 20'000'000;
   auto body = [&] {
-    infer::V acc[kChains];
-    for (int c = 0; c < kChains; ++c) acc[c] = infer::splat(1.0f + c * 1e-3f);
-    const infer::V a = infer::splat(0.999999f), b = infer::splat(1e-7f);
+    simd::V acc[kChains];
+    for (int c = 0; c < kChains; ++c) acc[c] = simd::splat(1.0f + c * 1e-3f);
+    const simd::V a = simd::splat(0.999999f), b = simd::splat(1e-7f);
     for (int64_t i = 0; i < iters; ++i) {
 #pragma GCC unroll 16
       for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * a + b;
@@ -228,7 +228,7 @@ double fma_loop_gflops(int threads) {
     for (int t = 0; t < threads; ++t) pool.emplace_back(body);
     for (auto& th : pool) th.join();
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    best = std::max(best, 2.0 * infer::kLanes * kChains * iters * threads / s / 1e9);
+    best = std::max(best, 2.0 * simd::kLanes * kChains * iters * threads / s / 1e9);
   }
   return best;
 }

@@ -74,7 +74,8 @@ class CostModelEngine {
   /// Builds the engine from a parsed weights file. Throws tclm::Error whose message starts with
   /// `name_for_errors` when: the model kind is not "mamba"; the feature version is neither
   /// kFeatureVersion nor kTraceFeatureVersion (the model would read features it was not trained on); the config JSON is invalid or its
-  /// n_features != kStepFeatureDim; a tensor is missing, duplicated, unknown, or of the wrong shape.
+  /// n_features != kStepFeatureDim; a tensor is missing, duplicated, unknown, or of the wrong shape (the
+  /// names and shapes of tclm/model_schema.h).
   CostModelEngine(const WeightsFile& weights, const std::string& name_for_errors);
 
   CostModelEngine(const CostModelEngine&);
@@ -168,7 +169,7 @@ class CostModelEngine {
   /// have ~7 nonzero features of 55), about 9% of the default model's FLOPs.
   double flops_per_program(int n_steps) const;
 
-  struct Model;  // the packed weights (internal, src/infer/engine.cpp)
+  struct Model;  // the packed weights (internal, src/infer/model.h)
 
  private:
   std::shared_ptr<const Model> model_;  // immutable once built; shared by copies of the engine

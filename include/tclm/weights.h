@@ -27,7 +27,7 @@ namespace tclm {
 inline constexpr uint32_t kWeightsFormatVersion = 1;
 
 struct NamedTensor {
-  std::string name;            // e.g. "layers.0.mixer.in_proj.weight"
+  std::string name;            // e.g. "mixers.0.in_proj.weight" (a Mamba model's: tclm/model_schema.h)
   std::vector<int64_t> shape;  // row-major
   std::vector<float> data;     // prod(shape) values
 };

@@ -5,10 +5,18 @@
 #include <array>
 #include <utility>
 
-#include "infer/simd.h"
+#include "common/simd.h"
 
 namespace tclm::infer {
 namespace {
+
+using simd::kLanes;
+using simd::load;
+using simd::splat;
+using simd::store;
+using simd::V;
+using simd::vmax;
+using simd::vsoftplus;
 
 constexpr int kMaxNV = 4;                    // vectors per panel row: 64 output columns
 constexpr int kPanel = kMaxNV * kLanes;      // columns per full panel

@@ -9,11 +9,12 @@
 #include <unordered_set>
 
 #include "tclm/error.h"
+#include "tclm/model_schema.h"
 
 namespace tclm {
 namespace {
 
-constexpr double kLayerNormEps = 1e-5;  // upstream Mamba's norm epsilon
+namespace schema = mamba_schema;  // the module and parameter names, the LayerNorm epsilon
 
 // Mamba's dt initialisation (reference-notes §3.3, upstream defaults).
 constexpr double kDtMin = 1e-3;        // dt ~ exp(U(log dt_min, log dt_max))
@@ -41,19 +42,19 @@ MambaMixerImpl::MambaMixerImpl(const MambaConfig& config) : cfg(config) {
   const int64_t d_model = cfg.d_model, d_inner = cfg.d_inner(), d_state = cfg.d_state,
                 dt_rank = cfg.resolved_dt_rank(), d_conv = cfg.d_conv;
   in_proj = register_module(
-      "in_proj", torch::nn::Linear(torch::nn::LinearOptions(d_model, 2 * d_inner).bias(false)));
+      schema::kInProj, torch::nn::Linear(torch::nn::LinearOptions(d_model, 2 * d_inner).bias(false)));
   conv1d = register_module(
-      "conv1d", torch::nn::Conv1d(torch::nn::Conv1dOptions(d_inner, d_inner, /*kernel_size=*/d_conv)
+      schema::kConv1d, torch::nn::Conv1d(torch::nn::Conv1dOptions(d_inner, d_inner, /*kernel_size=*/d_conv)
                                       .groups(d_inner)
                                       .padding(d_conv - 1)
                                       .bias(true)));
   x_proj = register_module(
-      "x_proj", torch::nn::Linear(torch::nn::LinearOptions(d_inner, dt_rank + 2 * d_state).bias(false)));
-  dt_proj = register_module("dt_proj", torch::nn::Linear(torch::nn::LinearOptions(dt_rank, d_inner)));
+      schema::kXProj, torch::nn::Linear(torch::nn::LinearOptions(d_inner, dt_rank + 2 * d_state).bias(false)));
+  dt_proj = register_module(schema::kDtProj, torch::nn::Linear(torch::nn::LinearOptions(dt_rank, d_inner)));
   out_proj = register_module(
-      "out_proj", torch::nn::Linear(torch::nn::LinearOptions(d_inner, d_model).bias(false)));
-  A_log = register_parameter("A_log", official_A_log(d_inner, d_state));
-  D = register_parameter("D", torch::ones({d_inner}));
+      schema::kOutProj, torch::nn::Linear(torch::nn::LinearOptions(d_inner, d_model).bias(false)));
+  A_log = register_parameter(schema::kALog, official_A_log(d_inner, d_state));
+  D = register_parameter(schema::kDSkip, torch::ones({d_inner}));
 }
 
 torch::Tensor MambaMixerImpl::forward(const torch::Tensor& h) {
@@ -84,19 +85,19 @@ torch::Tensor MambaMixerImpl::forward(const torch::Tensor& h) {
 MambaCostModelImpl::MambaCostModelImpl(const MambaConfig& cfg) : cfg_(cfg) {
   cfg_.validate("MambaCostModel");
   const int64_t d_model = cfg_.d_model, head_hidden = cfg_.resolved_head_hidden();
-  embed_ = register_module("embed", torch::nn::Linear(cfg_.n_features, d_model));
-  norms_list_ = register_module("norms", torch::nn::ModuleList());
-  mixers_list_ = register_module("mixers", torch::nn::ModuleList());
+  embed_ = register_module(schema::kEmbed, torch::nn::Linear(cfg_.n_features, d_model));
+  norms_list_ = register_module(schema::kNorms, torch::nn::ModuleList());
+  mixers_list_ = register_module(schema::kMixers, torch::nn::ModuleList());
   for (int i = 0; i < cfg_.n_layers; ++i) {
-    norms_.emplace_back(torch::nn::LayerNormOptions({d_model}).eps(kLayerNormEps));
+    norms_.emplace_back(torch::nn::LayerNormOptions({d_model}).eps(schema::kLayerNormEps));
     mixers_.emplace_back(cfg_);
     norms_list_->push_back(norms_.back());
     mixers_list_->push_back(mixers_.back());
   }
   norm_f_ = register_module(
-      "norm_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model}).eps(kLayerNormEps)));
-  head1_ = register_module("head1", torch::nn::Linear(d_model, head_hidden));
-  head2_ = register_module("head2", torch::nn::Linear(head_hidden, 1));
+      schema::kNormF, torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model}).eps(schema::kLayerNormEps)));
+  head1_ = register_module(schema::kHead1, torch::nn::Linear(d_model, head_hidden));
+  head2_ = register_module(schema::kHead2, torch::nn::Linear(head_hidden, 1));
   dropout_ = register_module("dropout", torch::nn::Dropout(cfg_.dropout));
 }
 
@@ -121,8 +122,10 @@ torch::Tensor MambaCostModelImpl::forward(const torch::Tensor& x, const torch::T
 }
 
 bool MambaCostModelImpl::is_no_decay(const std::string& name) const {
-  return ends_with(name, ".bias") || ends_with(name, ".A_log") || ends_with(name, ".D") ||
-         starts_with(name, "norms.") || starts_with(name, "norm_f.");
+  using schema::join;  // join("", p) = ".p"
+  return ends_with(name, join("", schema::kBias)) || ends_with(name, join("", schema::kALog)) ||
+         ends_with(name, join("", schema::kDSkip)) || starts_with(name, join(schema::kNorms, "")) ||
+         starts_with(name, join(schema::kNormF, ""));
 }
 
 // ---- initialisation

@@ -93,7 +93,8 @@ class MambaCostModelImpl : public CostModelImpl {
   torch::nn::Linear head1_{nullptr}, head2_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
   // The same modules as norms_ / mixers_, registered as "norms" / "mixers" so that parameter names read
-  // "norms.0.weight", "mixers.0.in_proj.weight" (register_module names cannot contain dots).
+  // "norms.0.weight", "mixers.0.in_proj.weight" (register_module names cannot contain dots). Every module
+  // and parameter name, and the LayerNorm epsilon, come from tclm/model_schema.h.
   torch::nn::ModuleList norms_list_{nullptr}, mixers_list_{nullptr};
 };
 TORCH_MODULE(MambaCostModel);

@@ -5,6 +5,7 @@
 #include <simdjson.h>
 
 #include "tclm/error.h"
+#include "tclm/model_schema.h"
 
 namespace tclm {
 
@@ -56,8 +57,15 @@ std::pair<MambaConfig, int> MultiHeadMambaImpl::parse_config(const std::string& 
 }
 
 bool MultiHeadMambaImpl::is_no_decay(const std::string& name) const {
-  return name.size() >= 5 && (name.compare(name.size() - 5, 5, ".bias") == 0 || name.find(".A_log") != std::string::npos ||
-                              name.compare(name.size() - 2, 2, ".D") == 0 || name.find("norm") != std::string::npos);
+  // The trunk's rule (A_log, D, norms and biases) under its "trunk." prefix, and the heads' biases.
+  using mamba_schema::join;  // join("", p) = ".p"
+  auto ends_with = [&](const std::string& s) {
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  auto contains = [&](const std::string& s) { return name.find(s) != std::string::npos; };
+  return ends_with(join("", mamba_schema::kBias)) || contains(join("", mamba_schema::kALog)) ||
+         ends_with(join("", mamba_schema::kDSkip)) || contains(join("", join(mamba_schema::kNorms, ""))) ||
+         contains(join("", join(mamba_schema::kNormF, "")));
 }
 
 }  // namespace tclm

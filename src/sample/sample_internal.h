@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "common/simd.h"
 #include "tclm/sample.h"
 
 namespace tclm::sample_detail {
@@ -84,18 +85,8 @@ Standardizer fit_standardizer(const Pool& pool);
 std::vector<float> standardize_rows(const Pool& pool, const Standardizer& st, const uint32_t* rows,
                                     std::size_t count);
 
-/// Squared L2 distance of two rows of length d.
-inline float sq_dist(const float* a, const float* b, int d) {
-  float s = 0.f;
-#ifdef _OPENMP  // (tests include this header without -fopenmp)
-#pragma omp simd reduction(+ : s)
-#endif
-  for (int j = 0; j < d; ++j) {
-    const float t = a[j] - b[j];
-    s += t * t;
-  }
-  return s;
-}
+/// Squared L2 distance of two rows of length d (common/simd.h).
+using simd::sq_dist;
 
 /// Quotas: how many of `budget` new picks each cluster gets (docs/sampler.md, "Quotas").
 /// size[c] = points in c (selected included), already[c] = selected points in c.

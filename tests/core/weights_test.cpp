@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tclm/error.h"
+#include "tclm/model_schema.h"
 
 namespace tclm {
 namespace {
@@ -297,6 +298,73 @@ TEST(Weights, FileErrorsNameThePath) {
   EXPECT_THROW(save_weights(bad, path), Error);
   expect_same(load_weights(path), example_weights());
   fs::remove(path);
+}
+
+// The schema's tensor list is the weights file format of a Mamba model: every file saved so far holds
+// exactly these names and shapes, so they are spelled out here rather than derived. A 2-layer config
+// with every size different (F 5, D 32, E = expand D = 64, N 4, K 3, R = ceil(32 / 16) = 2, H = D = 32)
+// catches a swapped dimension or a name of the wrong layer.
+TEST(MambaSchema, TensorNamesAndShapesOfATwoLayerModel) {
+  MambaConfig cfg;
+  cfg.n_features = 5;
+  cfg.d_model = 32;
+  cfg.n_layers = 2;
+  cfg.d_state = 4;
+  cfg.d_conv = 3;
+  cfg.expand = 2;
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> want = {
+      {"embed.weight", {32, 5}},
+      {"embed.bias", {32}},
+      {"norms.0.weight", {32}},
+      {"norms.0.bias", {32}},
+      {"norms.1.weight", {32}},
+      {"norms.1.bias", {32}},
+      {"mixers.0.A_log", {64, 4}},
+      {"mixers.0.D", {64}},
+      {"mixers.0.in_proj.weight", {128, 32}},
+      {"mixers.0.conv1d.weight", {64, 1, 3}},
+      {"mixers.0.conv1d.bias", {64}},
+      {"mixers.0.x_proj.weight", {10, 64}},
+      {"mixers.0.dt_proj.weight", {64, 2}},
+      {"mixers.0.dt_proj.bias", {64}},
+      {"mixers.0.out_proj.weight", {32, 64}},
+      {"mixers.1.A_log", {64, 4}},
+      {"mixers.1.D", {64}},
+      {"mixers.1.in_proj.weight", {128, 32}},
+      {"mixers.1.conv1d.weight", {64, 1, 3}},
+      {"mixers.1.conv1d.bias", {64}},
+      {"mixers.1.x_proj.weight", {10, 64}},
+      {"mixers.1.dt_proj.weight", {64, 2}},
+      {"mixers.1.dt_proj.bias", {64}},
+      {"mixers.1.out_proj.weight", {32, 64}},
+      {"norm_f.weight", {32}},
+      {"norm_f.bias", {32}},
+      {"head1.weight", {32, 32}},
+      {"head1.bias", {32}},
+      {"head2.weight", {1, 32}},
+      {"head2.bias", {1}},
+  };
+  const auto got = mamba_schema::mamba_tensors(cfg);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].name, want[i].first) << i;
+    EXPECT_EQ(got[i].shape, want[i].second) << want[i].first;
+  }
+  // Explicit dt_rank and head_hidden take the place of the defaults.
+  cfg.dt_rank = 3;
+  cfg.head_hidden = 7;
+  const auto other = mamba_schema::mamba_tensors(cfg);
+  auto shape_of = [&](const std::string& name) {
+    for (const auto& t : other) {
+      if (t.name == name) return t.shape;
+    }
+    return std::vector<int64_t>{-1};
+  };
+  EXPECT_EQ(shape_of("mixers.1.x_proj.weight"), (std::vector<int64_t>{11, 64}));
+  EXPECT_EQ(shape_of("mixers.1.dt_proj.weight"), (std::vector<int64_t>{64, 3}));
+  EXPECT_EQ(shape_of("head1.weight"), (std::vector<int64_t>{7, 32}));
+  EXPECT_EQ(shape_of("head2.weight"), (std::vector<int64_t>{1, 7}));
+  EXPECT_EQ(mamba_schema::kLayerNormEps, 1e-5);  // upstream Mamba's; the saved models were trained with it
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 
 #include "model/mamba.h"
 #include "tclm/error.h"
+#include "tclm/model_schema.h"
 
 namespace tclm {
 namespace {
@@ -335,6 +336,44 @@ TEST(MambaCostModel, DecayGroupsPartitionTheParameters) {
 }
 
 // ---- (6) weights export / import
+
+// The libtorch model's parameters are the schema's tensors (tclm/model_schema.h), in the same order, with
+// the same shapes, and an exported weights file holds exactly them: the inference engine reads files
+// by the schema. Two layers and sizes that all differ, so that a layer index or a dimension cannot
+// be confused.
+TEST(MambaCostModel, ParametersAreTheSchemasTensors) {
+  MambaConfig cfg;
+  cfg.n_features = 7;
+  cfg.d_model = 24;
+  cfg.n_layers = 2;
+  cfg.d_state = 5;
+  cfg.d_conv = 3;
+  cfg.expand = 2;
+  cfg.dt_rank = 3;
+  cfg.head_hidden = 9;
+  MambaCostModel model = make_model(cfg, 21);
+  const auto params = model->named_parameters(/*recurse=*/true);
+  const auto schema = mamba_schema::mamba_tensors(cfg);
+  ASSERT_EQ(params.size(), schema.size());
+  for (size_t i = 0; i < schema.size(); ++i) {
+    EXPECT_EQ(params[i].key(), schema[i].name) << i;
+    EXPECT_EQ(params[i].value().sizes().vec(), schema[i].shape) << schema[i].name;
+  }
+  WeightsFile w;
+  export_to_weights(model, &w);
+  ASSERT_EQ(w.tensors.size(), schema.size());
+  for (size_t i = 0; i < schema.size(); ++i) {
+    EXPECT_EQ(w.tensors[i].name, schema[i].name) << i;
+    EXPECT_EQ(w.tensors[i].shape, schema[i].shape) << schema[i].name;
+  }
+  // The LayerNorms use the schema's epsilon.
+  for (const auto& m : model->modules(/*include_self=*/false)) {
+    if (auto* ln = dynamic_cast<torch::nn::LayerNormImpl*>(m.get())) {
+      EXPECT_EQ(ln->options.eps(), mamba_schema::kLayerNormEps);
+    }
+  }
+}
+
 
 TEST(MambaCostModel, WeightsRoundTripAndErrors) {
   const MambaConfig cfg = default_config();

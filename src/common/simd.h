@@ -1,14 +1,17 @@
-// infer/simd.h: 16-lane float vectors and the elementwise math of the inference engine (internal).
+// common/simd.h: the vector helpers of tclm's hot loops (internal).
 //
-// Written with GCC/Clang vector extensions: with -march=native on an AVX-512 CPU one vector is one zmm
-// register; elsewhere the compiler splits it into narrower registers (same results, slower). Every
-// function here is plain float32 math that follows the libtorch model's definitions:
-//   exp        range reduction x = k ln2 + r (|r| <= ln2/2, ln2 split in two parts so k ln2 is exact)
-//              and the degree-7 Taylor polynomial of e^r (truncation < 6e-9 relative), times 2^k.
-//   log1p      for arguments in [0, 1]: u = 1 + y, log u = k ln2 + 2 atanh(s), s = (m-1)/(m+1) with
-//              m in [sqrt(1/2), sqrt(2)), plus the rounding correction ((u - 1) - y) / u.
-//   softplus   torch::softplus (beta 1, threshold 20): x for x > 20, else max(x, 0) + log1p(exp(-|x|)).
-//   silu       x / (1 + exp(-x)).
+// * 16-lane float vectors and the elementwise math of the inference engine (src/infer).
+//   Written with GCC/Clang vector extensions: with -march=native on an AVX-512 CPU one vector is one
+//   zmm register; elsewhere the compiler splits it into narrower registers (same results, slower).
+//   Every function here is plain float32 math that follows the libtorch model's definitions:
+//     exp        range reduction x = k ln2 + r (|r| <= ln2/2, ln2 split in two parts so k ln2 is exact)
+//                and the degree-7 Taylor polynomial of e^r (truncation < 6e-9 relative), times 2^k.
+//     log1p      for arguments in [0, 1]: u = 1 + y, log u = k ln2 + 2 atanh(s), s = (m-1)/(m+1) with
+//                m in [sqrt(1/2), sqrt(2)), plus the rounding correction ((u - 1) - y) / u.
+//     softplus   torch::softplus (beta 1, threshold 20): x for x > 20, else max(x, 0) + log1p(exp(-|x|)).
+//     silu       x / (1 + exp(-x)).
+// * sq_dist: the squared L2 distance of two rows, vectorised by the compiler (OpenMP simd), for the
+//   samplers' distance passes (src/sample).
 #pragma once
 
 #include <cstdint>
@@ -18,15 +21,15 @@
 #include <immintrin.h>
 #else
 // Without AVX-512 a 64-byte vector is passed differently than with it; these functions are all inline
-// and internal to the engine (no V crosses a library boundary), so the ABI note does not apply.
+// and internal to tclm (no V crosses a library boundary), so the ABI note does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
 #if !defined(__GNUC__)
-#error "the inference engine uses GCC/Clang vector extensions"
+#error "common/simd.h uses GCC/Clang vector extensions"
 #endif
 
-namespace tclm::infer {
+namespace tclm::simd {
 
 inline constexpr int kLanes = 16;  // floats per vector (one AVX-512 register)
 
@@ -140,4 +143,17 @@ inline V vsoftplus(V x) {
 /// x * sigmoid(x).
 inline V vsilu(V x) { return x / (1.0f + vexp(-x)); }
 
-}  // namespace tclm::infer
+/// Squared L2 distance of two rows of length d.
+inline float sq_dist(const float* a, const float* b, int d) {
+  float s = 0.f;
+#ifdef _OPENMP  // (tests include this header without -fopenmp)
+#pragma omp simd reduction(+ : s)
+#endif
+  for (int j = 0; j < d; ++j) {
+    const float t = a[j] - b[j];
+    s += t * t;
+  }
+  return s;
+}
+
+}  // namespace tclm::simd
