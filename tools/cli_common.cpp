@@ -3,18 +3,17 @@
 
 #include <cstdio>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <simdjson.h>
 
-#include "train/trainer.h"
 
 namespace tclm::cli {
 
-void add_select_option(CLI::App* cmd, std::string* select) {
-  cmd->add_option("--select", *select,
+void add_select_option(CLI::App* cmd, SelectRule* select) {
+  add_enum_option(cmd, "--select", select, selection_rules(), parse_select_rule,
                   "Which validation figure picks the kept epoch (and stops training after --patience epochs without "
                   "a better one): pairwise (pairwise accuracy within tasks, ties by top-1), top1 / top5 (top-k task "
-                  "mean, ties by pairwise), last (no early stopping). docs/design.md, 'Model selection'")
-      ->check(CLI::IsMember(selection_rules()));
+                  "mean, ties by pairwise), last (no early stopping). docs/design.md, 'Model selection'");
 }
 
 int model_max_steps(const std::string& metadata_json, int fallback) {
@@ -26,6 +25,24 @@ int model_max_steps(const std::string& metadata_json, int fallback) {
     return fallback;
   }
   return static_cast<int>(max_steps);
+}
+
+std::vector<std::string> model_data_sources(const std::string& metadata_json) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  simdjson::dom::array data;
+  std::vector<std::string> out;
+  if (parser.parse(metadata_json).get(doc) != simdjson::SUCCESS ||
+      doc["extra"]["data"].get(data) != simdjson::SUCCESS) {
+    return out;
+  }
+  for (simdjson::dom::element e : data) {
+    std::string_view s;
+    if (e.get(s) != simdjson::SUCCESS) return {};
+    if (s.starts_with('=')) s.remove_prefix(1);  // a source without a platform name, as older models wrote it
+    out.emplace_back(s);
+  }
+  return out;
 }
 
 std::string apply_model_split(const std::string& metadata_json, const CLI::App& cmd, DataOptions* d) {
@@ -71,34 +88,47 @@ std::string info_text(const DataSummary& d) {
 }
 
 std::string info_json(const DataSummary& d) {
-  std::string s = "{\"platforms\": [";
+  nlohmann::ordered_json platforms = nlohmann::ordered_json::array();
   for (size_t i = 0; i < d.platforms.size(); ++i) {
     const auto& p = d.platform_stats[i];
-    std::string codes;
-    for (const auto& [c, n] : p.errors_by_code) codes += fmt::format("{}\"{}\": {}", codes.empty() ? "" : ", ", c, n);
-    s += fmt::format(
-        "{}\n  {{\"name\": \"{}\", \"records\": {}, \"programs\": {}, \"tasks\": {}, \"errors\": {}, "
-        "\"errors_by_code\": {{{}}}, \"bad_costs\": {}, \"truncated\": {}}}",
-        i ? "," : "", json_escape(d.platforms[i]), p.records, p.programs, p.tasks, p.errors, codes, p.bad_costs,
-        p.truncated);
+    nlohmann::ordered_json codes = nlohmann::ordered_json::object();
+    for (const auto& [c, n] : p.errors_by_code) codes[std::to_string(c)] = n;
+    platforms.push_back({{"name", d.platforms[i]},
+                         {"records", p.records},
+                         {"programs", p.programs},
+                         {"tasks", p.tasks},
+                         {"errors", p.errors},
+                         {"errors_by_code", codes},
+                         {"bad_costs", p.bad_costs},
+                         {"truncated", p.truncated}});
   }
   const auto& r = d.read_stats;
-  s += fmt::format("\n], \"files\": {}, \"lines\": {}, \"records\": {}, \"skipped_lines\": {}, \"skipped_by_reason\": {{",
-                   r.files, r.lines, r.records, r.skipped);
-  bool first = true;
-  for (const auto& [k, v] : r.skipped_by_reason) {
-    s += fmt::format("{}\"{}\": {}", first ? "" : ", ", json_escape(k), v);
-    first = false;
-  }
-  s += "}, \"skipped_examples\": [";
-  for (size_t i = 0; i < r.examples.size(); ++i) s += fmt::format("{}\"{}\"", i ? ", " : "", json_escape(r.examples[i]));
-  return s + "]}\n";
+  const nlohmann::ordered_json j = {{"platforms", platforms},
+                            {"files", r.files},
+                            {"lines", r.lines},
+                            {"records", r.records},
+                            {"skipped_lines", r.skipped},
+                            {"skipped_by_reason", r.skipped_by_reason},
+                            {"skipped_examples", r.examples}};
+  return dump_json(j);
 }
 
-std::string reports_json(const std::vector<RankingReport>& reports) {
-  std::string s = "[";
-  for (size_t i = 0; i < reports.size(); ++i) s += (i ? ",\n " : "") + reports[i].to_json();
-  return s + "]";
+nlohmann::json reports_json_value(const std::vector<RankingReport>& reports) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& r : reports) a.push_back(r.to_json_value());
+  return a;
+}
+
+std::string reports_json(const std::vector<RankingReport>& reports) { return dump_json(reports_json_value(reports)); }
+
+// error_handler::replace: a record's bytes are UTF-8-validated on reading, but a path or name from the
+// command line may not be; JSON output stays valid either way.
+std::string dump_json(const nlohmann::json& j) {
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::string dump_json(const nlohmann::ordered_json& j) {
+  return j.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 void print_split(const Dataset& d, const Split& s) {

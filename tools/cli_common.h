@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "tclm/dataset.h"
 #include "tclm/error.h"
 #include "tclm/evaluation.h"
+#include "tclm/selection.h"
 
 #ifndef TCLM_DEFAULT_DATA
 #define TCLM_DEFAULT_DATA "data/records"
@@ -25,8 +27,21 @@ inline const CLI::Validator kNonNegativeInteger(
     [](std::string& v) { return v.find('-') != std::string::npos ? std::string("must be a non-negative integer") : std::string(); },
     "UINT");
 
-/// --select: which validation figure picks the kept epoch (TrainOptions::select, train/trainer.h).
-void add_select_option(CLI::App* cmd, std::string* select);
+/// An option whose value is one of `names`, stored as an enum: CLI11 refuses other values (listing
+/// the choices, exit code 2), `parse` (the enum's own parse_X) turns the name into the value, and the
+/// help shows the default as its name.
+template <class E, class Parse>
+CLI::Option* add_enum_option(CLI::App* cmd, const std::string& flags, E* target, const std::vector<std::string>& names,
+                             Parse parse, const std::string& description) {
+  return cmd
+      ->add_option_function<std::string>(flags, [target, parse](const std::string& s) { *target = parse(s, ""); },
+                                         description)
+      ->check(CLI::IsMember(names))
+      ->default_str(to_string(*target));
+}
+
+/// --select: which validation figure picks the kept epoch (TrainOptions::select, tclm/selection.h).
+void add_select_option(CLI::App* cmd, SelectRule* select);
 
 // Options shared by the commands that read a dataset.
 struct DataOptions {
@@ -113,6 +128,9 @@ struct DataOptions {
 /// options the user did not give on the command line, so that `eval` holds out the same tasks as the
 /// training run did. Returns a description for the log, or "" if the metadata has no split.
 std::string apply_model_split(const std::string& metadata_json, const CLI::App& cmd, DataOptions* d);
+/// The record sources a model was trained on ([PLATFORM=]PATH, as -d takes them; its metadata's
+/// extra.data, written by tclm train), or {} when the metadata has none.
+std::vector<std::string> model_data_sources(const std::string& metadata_json);
 /// The max_steps a model was trained with (its metadata's extra.max_steps), or `fallback`.
 int model_max_steps(const std::string& metadata_json, int fallback);
 
@@ -121,8 +139,13 @@ std::string info_text(const DataSummary& d);
 std::string info_json(const DataSummary& d);
 inline std::string info_text(const Dataset& d) { return info_text(d.summary()); }
 
-/// A JSON array of RankingReport::to_json().
+/// A JSON array of RankingReport::to_json_value(); reports_json() dumps it (dump_json).
+nlohmann::json reports_json_value(const std::vector<RankingReport>& reports);
 std::string reports_json(const std::vector<RankingReport>& reports);
+/// The tool's JSON output: indented by one space, a newline at the end; bytes that are not UTF-8
+/// (a path from the command line) become U+FFFD rather than failing.
+std::string dump_json(const nlohmann::json& j);
+std::string dump_json(const nlohmann::ordered_json& j);  // keys in the order they were added
 
 /// "split: N train / N valid / N test tasks ..." on stderr.
 void print_split(const Dataset& d, const Split& s);
@@ -139,6 +162,15 @@ struct Command {
   std::function<int()> run;
 };
 
+/// tools/cmd_info.cpp: tclm info.
+Command add_info_command(CLI::App& app);
+/// tools/cmd_train.cpp: tclm train and tclm export.
+Command add_train_command(CLI::App& app);
+Command add_export_command(CLI::App& app);
+/// tools/cmd_eval.cpp: tclm eval.
+Command add_eval_command(CLI::App& app);
+/// tools/cmd_predict.cpp: tclm predict.
+Command add_predict_command(CLI::App& app);
 /// tools/cmd_compare.cpp: tclm compare and tclm sweep.
 Command add_compare_command(CLI::App& app);
 Command add_sweep_command(CLI::App& app);

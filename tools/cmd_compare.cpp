@@ -80,7 +80,7 @@ Run run_neural(const Dataset& d, const Split& s, TrainOptions to, const std::str
   return run;
 }
 
-Run run_xgboost(const Dataset& d, const Split& s, uint64_t seed, int threads, const std::string& select, bool progress,
+Run run_xgboost(const Dataset& d, const Split& s, uint64_t seed, int threads, SelectRule select, bool progress,
                 const std::string& dir) {
   XgbOptions xo;
   xo.select = select;
@@ -276,7 +276,7 @@ struct StudyOptions {
     for (const auto& src : data.sources) srcs += src + ";";
     return fmt::format("{} seed={} data={} max_steps={} split={}:{}:{}:{}{} epochs={} patience={} min_steps={} select={}", label,
                        seed, srcs, data.max_steps, data.split, data.split_seed, data.test_fraction,
-                       data.valid_fraction, data.tuning_split ? ":tuning" : "", train.epochs, train.patience, train.min_steps, train.select);
+                       data.valid_fraction, data.tuning_split ? ":tuning" : "", train.epochs, train.patience, train.min_steps, to_string(train.select));
   }
 
   Dataset load_and_split(Split* s) {
@@ -323,7 +323,7 @@ Command add_compare_command(CLI::App& app) {
                        runs.push_back(run_or_resume(dir, o->fingerprint(k, seed), o->resume, o->quiet, [&] {
                          if (k == "xgboost") return run_xgboost(d, s, seed, o->train.threads, o->train.select, !o->quiet, dir);
                          TrainOptions to = o->train;
-                         to.model_kind = k;
+                         to.model_kind = parse_model_kind(k);
                          to.seed = static_cast<uint64_t>(seed);
                          return run_neural(d, s, to, k, dir);
                        }));

@@ -328,7 +328,7 @@ Command add_transfer_command(CLI::App& app) {
           }
           std::sort(progs.begin(), progs.end());
           TrainOptions mt = o->train;
-          mt.model_kind = kMultiHeadModelKind;
+          mt.model_kind = ModelKind::kMambaMtl;
           train_eval(method, seed, d.subset(progs), platforms, mt, platforms);
         }
       }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,10 @@ struct RankingReport {
   TopKScore top1, top5;                // the scorer
   TopKScore random_top1, random_top5;  // exact expectation of a uniformly random ranking
   double pairwise = 0.5;               // pairwise accuracy within tasks
-  std::string to_json() const;
+  /// {"platform", "tasks", "programs", "top1", "top5", "random_top1", "random_top5" (each
+  /// {"pooled", "group_mean", "task_mean"}), "pairwise_accuracy"}.
+  nlohmann::json to_json_value() const;
+  std::string to_json() const;  // to_json_value(), one line
 };
 
 /// One task's result (for per-task CSV output).

@@ -138,6 +138,7 @@ struct MeasureRecord {
   double all_cost = 0;                // r[2], seconds (build + run)
   int64_t timestamp = 0;              // r[3], unix seconds
   std::string version;                // "v0.6", ...
+  bool measured = true;               // false: a candidate without "r" (RecordReadOptions::allow_unmeasured)
 
   /// Empties every field but `steps`, which the parsers overwrite in place (reusing each step's
   /// storage from the previous line).
@@ -182,6 +183,9 @@ class RecordParser {
   RecordParser(const RecordParser&) = delete;
   RecordParser& operator=(const RecordParser&) = delete;
   std::string parse(std::string_view line, MeasureRecord* record);
+  /// Accept Ansor lines without "r" (a candidate never measured): record->measured is false, it has
+  /// no costs and is not valid(). Off by default: training and evaluation data must be measured.
+  void set_allow_unmeasured(bool allow);
 
  private:
   struct Impl;
@@ -202,16 +206,22 @@ std::string parse_program_line(std::string_view line, RecordParser& parser, Meas
 /// stats->workload_tables. `fn` is called with each well-formed record;
 /// the record object is reused, copy what you keep. Malformed lines and a truncated gzip stream are
 /// counted in `stats` with file:line. Throws tclm::Error only when the file cannot be opened.
+struct RecordReadOptions {
+  /// Ansor lines without "r" are candidates to score (`tclm predict`), not malformed lines
+  /// (RecordParser::set_allow_unmeasured).
+  bool allow_unmeasured = false;
+};
 void read_record_file(const std::string& path,
                       const std::function<void(const MeasureRecord&, const RecordOrigin&)>& fn,
-                      ReadStats* stats);
+                      ReadStats* stats, const RecordReadOptions& options = {});
 
 /// Lists record files under `path`: the file itself, or every regular file below a directory
 /// (sorted, so that the order is deterministic), skipping names that end in .md/.txt/.tsv/.py.
 /// Throws tclm::Error when `path` does not exist.
 std::vector<std::string> list_record_files(const std::string& path);
 
-/// Writes one record in the v0.6 line format (used by tests and `tclm` tools that emit records).
+/// Writes one record in the v0.6 line format (used by tests and `tclm` tools that emit records); a
+/// record that is not `measured` is written without "r".
 std::string record_to_json(const MeasureRecord& record);
 
 }  // namespace tclm

@@ -65,7 +65,6 @@ struct FitSpec {
 std::vector<EpochLog> fit(const FitSpec& s, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                           const Dataset& eval_data, const std::vector<uint32_t>& eval_tasks, const CkdOptions& o,
                           std::mt19937_64& rng, int* kept_epoch) {
-  selection_key(o.select, EpochLog{});  // an unknown rule fails before any work
   torch::optim::Adam opt(s.params, torch::optim::AdamOptions(s.lr));
   // A small platform (a sampled budget) gets more epochs so that the phase takes >= min_steps steps;
   // the learning-rate steps stretch in proportion.

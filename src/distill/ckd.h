@@ -41,6 +41,7 @@
 #include "train/batches.h"
 #include "tclm/dataset.h"
 #include "tclm/evaluation.h"
+#include "tclm/selection.h"
 
 namespace tclm {
 
@@ -71,8 +72,8 @@ struct CkdOptions {
   double lr_gamma = 0.1;        // the step factor
   int batch_size = 1024, group_size = 64;
   double grad_clip = 1.0;
-  std::string select = "pairwise";  // which validation figure picks each phase's kept epoch
-                                    // (TrainOptions::select, train/trainer.h; every epoch runs)
+  SelectRule select = SelectRule::kPairwise;  // which validation figure picks each phase's kept epoch
+                                             // (tclm/selection.h; every epoch runs)
   uint64_t seed = 0;
   bool progress = true;
 };

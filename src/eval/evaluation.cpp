@@ -1,20 +1,22 @@
 #include <fmt/format.h>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "tclm/evaluation.h"
 
 namespace tclm {
 
-std::string RankingReport::to_json() const {
+nlohmann::json RankingReport::to_json_value() const {
   auto topk = [](const TopKScore& s) {
-    return fmt::format("{{\"pooled\": {:.6f}, \"group_mean\": {:.6f}, \"task_mean\": {:.6f}}}", s.pooled,
-                       s.group_mean, s.task_mean);
+    return nlohmann::json{{"pooled", s.pooled}, {"group_mean", s.group_mean}, {"task_mean", s.task_mean}};
   };
-  return fmt::format(
-      "{{\"platform\": \"{}\", \"tasks\": {}, \"programs\": {}, \"top1\": {}, \"top5\": {}, "
-      "\"random_top1\": {}, \"random_top5\": {}, \"pairwise_accuracy\": {:.6f}}}",
-      platform, tasks, programs, topk(top1), topk(top5), topk(random_top1), topk(random_top5), pairwise);
+  return {{"platform", platform},       {"tasks", tasks},
+          {"programs", programs},       {"top1", topk(top1)},
+          {"top5", topk(top5)},         {"random_top1", topk(random_top1)},
+          {"random_top5", topk(random_top5)}, {"pairwise_accuracy", pairwise}};
 }
+
+std::string RankingReport::to_json() const { return to_json_value().dump(); }
 
 std::vector<RankingReport> evaluate_rankings(const Dataset& data, const std::vector<uint32_t>& tasks,
                                              const ProgramScorer& scorer, std::vector<TaskResult>* per_task) {

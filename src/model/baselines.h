@@ -1,6 +1,5 @@
-// model/baselines.h: the baseline cost models of the model study (TCL-SPEC §4, issue "Baseline cost
-// models"), trained by the same loop, loss and split as the Mamba model (model/cost_model.h). Written
-// from the papers' descriptions:
+// model/baselines.h: the baseline cost models of the model study (TCL-SPEC §4), trained by the same
+// loop, loss and split as the Mamba model (model/cost_model.h). Written from the papers' descriptions:
 //
 //   attention  TLP (Zhai et al., ASPLOS 2023): per-step MLP encoder (Linear F->d, ReLU, Linear d->d,
 //              ReLU), one multi-head self-attention layer over the steps (padding keys masked) with a

@@ -62,6 +62,21 @@ int64_t CostModelImpl::num_parameters() {
   return n;
 }
 
+const std::vector<std::string>& model_kind_names() {
+  static const std::vector<std::string> names = {kMambaModelKind, "attention", "lstm", "mlp", kMultiHeadModelKind};
+  return names;
+}
+
+ModelKind parse_model_kind(const std::string& name, const std::string& what) {
+  const auto& names = model_kind_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<ModelKind>(i);
+  }
+  throw Error(fmt::format("unknown cost model kind '{}' ({}): one of {}", name, what, fmt::join(names, ", ")));
+}
+
+const std::string& to_string(ModelKind kind) { return model_kind_names().at(static_cast<size_t>(kind)); }
+
 const std::vector<std::string>& cost_model_kinds() {
   static const std::vector<std::string> kinds = {"mamba", "attention", "lstm", "mlp"};
   return kinds;

@@ -51,7 +51,18 @@ using CostModel = std::shared_ptr<CostModelImpl>;
 void check_cost_model_inputs(const torch::Tensor& x, const torch::Tensor& mask, int64_t n_features,
                              const char* who);
 
-/// The kinds make_cost_model knows, in the order `tclm compare` lists them.
+/// The kinds of cost model a training run builds (TrainOptions::model_kind); their names are
+/// WeightsFile::model_kind's: kMamba "mamba" (TCL), the baselines kAttention "attention", kLstm
+/// "lstm", kMlp "mlp", and kMambaMtl "mamba-mtl" (one head per platform, model/multi_head.h).
+enum class ModelKind { kMamba, kAttention, kLstm, kMlp, kMambaMtl };
+/// The names, in the order of ModelKind.
+const std::vector<std::string>& model_kind_names();
+/// "mamba" -> ModelKind::kMamba, ...; throws tclm::Error naming `what` and the kinds for another name.
+ModelKind parse_model_kind(const std::string& name, const std::string& what = "--model");
+const std::string& to_string(ModelKind kind);
+
+/// The single-platform kinds make_cost_model knows, in the order `tclm compare` lists them:
+/// "mamba", "attention", "lstm", "mlp".
 const std::vector<std::string>& cost_model_kinds();
 
 /// Builds a model of `kind` from its config JSON (the format of that kind's config_json()), with

@@ -11,7 +11,7 @@
 
 #include "tclm/error.h"
 #include "tclm/evaluation.h"
-#include "train/trainer.h"  // the model-selection rules (selection_key, better_epoch)
+#include "tclm/selection.h"
 
 namespace tclm {
 namespace {
@@ -126,7 +126,6 @@ struct XgbTrainer {
     for (const auto& [k, v] : params) check(XGBoosterSetParam(booster, k.c_str(), v.c_str()), "XGBoosterSetParam");
 
     const std::vector<uint32_t>& valid = split.valid.empty() ? split.train : split.valid;
-    selection_key(o.select, EpochLog{});  // an unknown rule fails before any work
     EpochLog kept;                         // the validation figures of the kept round count
     result.best_valid_top1 = -1;
     for (int round = 0; round < o.max_rounds; ++round) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tclm/dataset.h"
+#include "tclm/selection.h"
 
 namespace tclm {
 
@@ -25,9 +26,9 @@ struct XgbOptions {
   double eta = 0.2;
   double gamma = 0.001;
   double min_child_weight = 0;
-  // Which validation figure picks the kept round count: the trainer's rules (TrainOptions::select,
-  // train/trainer.h), so that `tclm compare --select` treats XGBoost like the neural models.
-  std::string select = "pairwise";
+  // Which validation figure picks the kept round count: the trainer's rules (tclm/selection.h), so
+  // that `tclm compare --select` treats XGBoost like the neural models.
+  SelectRule select = SelectRule::kPairwise;
   uint64_t seed = 0;
   int threads = 0;     // 0 = all cores
   bool progress = true;

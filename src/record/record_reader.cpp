@@ -185,6 +185,7 @@ bool MeasureRecord::valid() const {
 // ---------------------------------------------------------------------------------------------
 struct RecordParser::Impl {
   od::parser parser;
+  bool allow_unmeasured = false;
   std::string padded;  // line copy with SIMDJSON_PADDING bytes of slack
 
   // i[0]: [workload_key, target, hw_params, target_host, layout_rewrite, task_input_names]
@@ -304,6 +305,7 @@ struct RecordParser::Impl {
 
 RecordParser::RecordParser() : impl_(new Impl) {}
 RecordParser::~RecordParser() { delete impl_; }
+void RecordParser::set_allow_unmeasured(bool allow) { impl_->allow_unmeasured = allow; }
 
 void MeasureRecord::clear_all_but_steps() {
   workload_key.clear();
@@ -314,6 +316,7 @@ void MeasureRecord::clear_all_but_steps() {
   all_cost = 0;
   timestamp = 0;
   version.clear();
+  measured = true;
 }
 
 std::string RecordParser::parse(std::string_view line, MeasureRecord* r) {
@@ -359,7 +362,10 @@ std::string RecordParser::parse(std::string_view line, MeasureRecord* r) {
   const char* rest = nullptr;
   if (doc.current_location().get(rest) == simdjson::SUCCESS) return "invalid JSON: trailing content";
   if (!have_i) return "missing field \"i\"";
-  if (!have_r) return "missing field \"r\"";
+  if (!have_r) {
+    if (!impl_->allow_unmeasured) return "missing field \"r\"";
+    r->measured = false;
+  }
   return {};
 }
 
@@ -412,7 +418,7 @@ std::string ReadStats::report() const {
 
 void read_record_file(const std::string& path,
                       const std::function<void(const MeasureRecord&, const RecordOrigin&)>& fn,
-                      ReadStats* stats) {
+                      ReadStats* stats, const RecordReadOptions& options) {
   ++stats->files;
   if (is_workload_table(path)) {  // a lookup table for the tuning records beside it, not records
     ++stats->workload_tables;
@@ -420,6 +426,7 @@ void read_record_file(const std::string& path,
   }
   LineReader reader(path);
   RecordParser parser;
+  parser.set_allow_unmeasured(options.allow_unmeasured);
   MeasureRecord record;
   std::string_view line;
   // MetaSchedule tuning records (JSON arrays) name their workload by an index into the table beside
@@ -526,7 +533,9 @@ std::string record_to_json(const MeasureRecord& r) {
     for (const auto& a : args) out += ", " + a;
     out += "]";
   }
-  out += "]]], \"r\": [[";
+  out += "]]]";
+  if (!r.measured) return out + fmt::format(", \"v\": {}}}", quote(r.version.empty() ? "v0.6" : r.version));
+  out += ", \"r\": [[";
   for (size_t i = 0; i < r.costs.size(); ++i) out += (i ? ", " : "") + fmt::format("{:.9g}", r.costs[i]);
   out += fmt::format("], {}, {:.9g}, {}], \"v\": {}}}", r.error_no, r.all_cost, r.timestamp,
                      quote(r.version.empty() ? "v0.6" : r.version));

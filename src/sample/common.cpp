@@ -100,7 +100,7 @@ std::vector<int64_t> cluster_quotas(const std::vector<int64_t>& size,
     a += already[c];
     avail_total += cap[c];
   }
-  if (budget > avail_total) throw Error("internal error: quota budget exceeds the candidates");
+  if (budget > avail_total) throw InternalError("quota budget exceeds the candidates");
   int64_t left = budget;
   // 1) coverage: one pick for every cluster with candidates and no earlier pick, largest first.
   std::vector<std::size_t> order(k);
@@ -155,7 +155,7 @@ std::vector<int64_t> cluster_quotas(const std::vector<int64_t>& size,
       ++q[c];
       --left;
     }
-    if (left == before) throw Error("internal error: quota distribution made no progress");
+    if (left == before) throw InternalError("quota distribution made no progress");
   }
   return q;
 }

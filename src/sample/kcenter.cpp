@@ -79,7 +79,7 @@ std::vector<uint32_t> select_kcenter(const Pool& pool, std::size_t budget, const
         best = chunk_arg[ch];
       }
     }
-    if (best >= n) throw Error("internal error: k-center found no candidate left");
+    if (best >= n) throw InternalError("k-center found no candidate left");
     return best;
   };
 

@@ -157,7 +157,7 @@ std::vector<uint32_t> select_rdu(const Pool& pool, std::size_t budget, const Sam
       index.reset();
       index.add(static_cast<faiss::Index::idx_t>(k), centroids.data());
     } catch (const faiss::FaissException& e) {
-      throw Error(std::string("internal error: faiss k-means failed: ") + e.what());
+      throw InternalError(std::string("faiss k-means failed: ") + e.what());
     }
   }
   if (report) report->seconds_kmeans = seconds_since(t0);
@@ -177,7 +177,7 @@ std::vector<uint32_t> select_rdu(const Pool& pool, std::size_t budget, const Sam
         try {
           index.search(static_cast<faiss::Index::idx_t>(nb), zb.data(), 1, dis.data(), lab.data());
         } catch (const faiss::FaissException& e) {
-          throw Error(std::string("internal error: faiss search failed: ") + e.what());
+          throw InternalError(std::string("faiss search failed: ") + e.what());
         }
       } else {
         std::fill_n(lab.begin(), nb, 0);
@@ -193,7 +193,7 @@ std::vector<uint32_t> select_rdu(const Pool& pool, std::size_t budget, const Sam
         label[b0 + i] = static_cast<int32_t>(c);
         d2[b0 + i] = sq_dist(&zb[i * uu], &centroids[static_cast<std::size_t>(c) * uu], u);
       }
-      if (bad) throw Error("internal error: faiss returned no nearest centre for a point");
+      if (bad) throw InternalError("faiss returned no nearest centre for a point");
     }
   }
   std::vector<int64_t> size(k, 0), already(k, 0);
@@ -336,7 +336,7 @@ std::vector<uint32_t> select_rdu(const Pool& pool, std::size_t budget, const Sam
     for (std::size_t c = 0; c < k; ++c)
       if (rank < quota[c]) result.push_back(picks[c][static_cast<std::size_t>(rank)]);
   }
-  if (result.size() != budget) throw Error("internal error: rdu picked a wrong number of points");
+  if (result.size() != budget) throw InternalError("rdu picked a wrong number of points");
   if (report) {
     report->n_clusters = static_cast<int>(k);
     report->cluster_size = size;

@@ -176,7 +176,7 @@ const char* sample_method_name(SampleMethod method) {
     case SampleMethod::kKCenter: return "kcenter";
     case SampleMethod::kBalto: return "balto";
   }
-  throw Error("internal error: bad SampleMethod value");
+  throw InternalError("bad SampleMethod value");
 }
 
 std::vector<uint32_t> select_samples(const SamplePool& pool_in, std::size_t budget,
@@ -221,7 +221,7 @@ std::vector<uint32_t> select_samples(const SamplePool& pool_in, std::size_t budg
     case SampleMethod::kBalto:
       return sample_detail::select_kcenter(pool, take, options, /*balto=*/true, report);
   }
-  throw Error("internal error: bad SampleMethod value");
+  throw InternalError("bad SampleMethod value");
 }
 
 std::vector<std::vector<uint32_t>> select_per_task(const SamplePool& pool_in,

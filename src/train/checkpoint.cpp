@@ -1,6 +1,7 @@
 #include "train/checkpoint.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <simdjson.h>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -32,15 +33,14 @@ NamedTensor to_named(const std::string& name, const torch::Tensor& t) {
   return NamedTensor{name, c.sizes().vec(), std::vector<float>(d, d + c.numel())};
 }
 
-std::string log_entries_json(const std::vector<EpochLog>& log) {
-  std::string s = "[";
-  for (size_t i = 0; i < log.size(); ++i) {
-    const EpochLog& e = log[i];
-    s += fmt::format("{}[{},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g}]", i ? "," : "", e.epoch,
-                     e.train_loss, e.valid_top1, e.valid_top5, e.valid_pairwise, e.lr, e.seconds,
-                     e.samples_per_second);
+/// The epoch log as arrays of 8 numbers (load_checkpoint reads them back; doubles round-trip exactly).
+nlohmann::json log_entries_json(const std::vector<EpochLog>& log) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const EpochLog& e : log) {
+    a.push_back({e.epoch, e.train_loss, e.valid_top1, e.valid_top5, e.valid_pairwise, e.lr, e.seconds,
+                 e.samples_per_second});
   }
-  return s + "]";
+  return a;
 }
 
 [[noreturn]] void bad(const std::string& path, const std::string& what) {
@@ -67,9 +67,9 @@ uint64_t training_fingerprint(const TrainOptions& o, const std::string& model_co
   std::string s = fmt::format(
       "kind={} config={} loss={} epochs={} batch={} group={} lr={:.17g} warmup={:.17g} final={:.17g} clip={:.17g} "
       "wd={:.17g} patience={} min_steps={} seed={} version={} programs={} tasks={} max_steps={} select={}",
-      o.model_kind, model_config_json, o.loss, o.epochs, o.batch_size, o.group_size, o.lr, o.warmup_fraction,
+      to_string(o.model_kind), model_config_json, to_string(o.loss), o.epochs, o.batch_size, o.group_size, o.lr, o.warmup_fraction,
       o.final_lr_fraction, o.grad_clip, o.weight_decay, o.patience, o.min_steps, o.seed, data.feature_version(),
-      data.num_programs(), data.tasks().size(), data.max_steps(), o.select);
+      data.num_programs(), data.tasks().size(), data.max_steps(), to_string(o.select));
   uint64_t h = fnv1a64(s);
   for (const auto* part : {&split.train, &split.valid}) {
     h = fnv1a64(std::string_view(reinterpret_cast<const char*>(part->data()), part->size() * sizeof(uint32_t)), h);
@@ -94,10 +94,10 @@ void save_checkpoint(const std::string& path, const TrainerState& st, CostModelI
   for (const NamedTensor& t : best.tensors) {
     w.tensors.push_back(NamedTensor{kBestPrefix + t.name, t.shape, t.data});
   }
-  std::string adam_steps = "[";
+  nlohmann::json adam_steps = nlohmann::json::array();
   auto& groups = opt.param_groups();
   for (size_t g = 0; g < groups.size(); ++g) {
-    adam_steps += g ? ",[" : "[";
+    nlohmann::json group_steps = nlohmann::json::array();
     const auto& params = groups[g].params();
     for (size_t i = 0; i < params.size(); ++i) {
       const auto it = opt.state().find(adam_key(params[i]));
@@ -109,11 +109,10 @@ void save_checkpoint(const std::string& path, const TrainerState& st, CostModelI
         w.tensors.push_back(to_named(base + "exp_avg", s.exp_avg()));
         w.tensors.push_back(to_named(base + "exp_avg_sq", s.exp_avg_sq()));
       }
-      adam_steps += fmt::format("{}{}", i ? "," : "", step);
+      group_steps.push_back(step);
     }
-    adam_steps += "]";
+    adam_steps.push_back(std::move(group_steps));
   }
-  adam_steps += "]";
   {
     auto gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());
@@ -121,15 +120,24 @@ void save_checkpoint(const std::string& path, const TrainerState& st, CostModelI
     const auto* b = state.data_ptr<uint8_t>();
     w.tensors.push_back(NamedTensor{kTorchRngName, {state.numel()}, std::vector<float>(b, b + state.numel())});
   }
-  w.metadata_json = fmt::format(
-      "{{\"checkpoint\": true, \"epoch\": {}, \"trainer\": {{\"version\": {}, \"fingerprint\": \"{:016x}\", "
-      "\"threads\": {}, \"epoch\": {}, \"batch\": {}, \"step\": {}, \"loss_sum\": {:.17g}, \"seen\": {}, "
-      "\"epoch_seconds\": {:.17g}, \"since_best\": {}, \"best_valid_top1\": {:.17g}, "
-      "\"best_epoch\": {}, \"finished\": {}, \"rng\": \"{}\", \"adam_steps\": {}, \"best_metadata\": \"{}\", "
-      "\"log\": {}}}}}",
-      st.log.size(), kCheckpointStateVersion, st.fingerprint, st.threads, st.epoch, st.batch, st.step, st.loss_sum,
-      st.seen, st.epoch_seconds, st.since_best, st.best_valid_top1, st.best_epoch,
-      st.finished ? "true" : "false", st.rng, adam_steps, json_escape(best.metadata_json), log_entries_json(st.log));
+  const nlohmann::json trainer = {{"version", kCheckpointStateVersion},
+                                  {"fingerprint", fmt::format("{:016x}", st.fingerprint)},
+                                  {"threads", st.threads},
+                                  {"epoch", st.epoch},
+                                  {"batch", st.batch},
+                                  {"step", st.step},
+                                  {"loss_sum", st.loss_sum},
+                                  {"seen", st.seen},
+                                  {"epoch_seconds", st.epoch_seconds},
+                                  {"since_best", st.since_best},
+                                  {"best_valid_top1", st.best_valid_top1},
+                                  {"best_epoch", st.best_epoch},
+                                  {"finished", st.finished},
+                                  {"rng", st.rng},
+                                  {"adam_steps", adam_steps},
+                                  {"best_metadata", best.metadata_json},
+                                  {"log", log_entries_json(st.log)}};
+  w.metadata_json = nlohmann::json{{"checkpoint", true}, {"epoch", st.log.size()}, {"trainer", trainer}}.dump();
   save_weights(w, path);
 }
 

@@ -37,16 +37,18 @@ double lr_at(const TrainOptions& o, int64_t step, int64_t total) {
 }
 
 std::string log_json(const std::vector<EpochLog>& log, int best_epoch) {
-  std::string s = fmt::format("{{\"best_epoch\": {}, \"epochs\": [", best_epoch);
-  for (size_t i = 0; i < log.size(); ++i) {
-    const auto& e = log[i];
-    s += fmt::format(
-        "{}\n  {{\"epoch\": {}, \"train_loss\": {:.6g}, \"valid_top1\": {:.6f}, \"valid_top5\": {:.6f}, "
-        "\"valid_pairwise\": {:.6f}, \"lr\": {:.6g}, \"seconds\": {:.3f}, \"samples_per_second\": {:.1f}}}",
-        i ? "," : "", e.epoch, e.train_loss, e.valid_top1, e.valid_top5, e.valid_pairwise, e.lr, e.seconds,
-        e.samples_per_second);
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const EpochLog& e : log) {
+    epochs.push_back({{"epoch", e.epoch},
+                      {"train_loss", e.train_loss},
+                      {"valid_top1", e.valid_top1},
+                      {"valid_top5", e.valid_top5},
+                      {"valid_pairwise", e.valid_pairwise},
+                      {"lr", e.lr},
+                      {"seconds", e.seconds},
+                      {"samples_per_second", e.samples_per_second}});
   }
-  return s + "\n]}\n";
+  return nlohmann::json{{"best_epoch", best_epoch}, {"epochs", epochs}}.dump(2) + "\n";
 }
 
 void check_finite(const torch::Tensor& loss, int epoch, int64_t step) {
@@ -60,27 +62,20 @@ void check_finite(const torch::Tensor& loss, int epoch, int64_t step) {
 
 }  // namespace
 
-const std::vector<std::string>& selection_rules() {
-  static const std::vector<std::string> rules = {"pairwise", "top1", "top5", "last"};
-  return rules;
+const std::vector<std::string>& loss_names() {
+  static const std::vector<std::string> names = {"lambdarank", "mse"};
+  return names;
 }
 
-std::pair<double, double> selection_key(const std::string& select, const EpochLog& e) {
-  if (select == "pairwise") return {e.valid_pairwise, e.valid_top1};
-  if (select == "top1") return {e.valid_top1, e.valid_pairwise};
-  if (select == "top5") return {e.valid_top5, e.valid_pairwise};
-  if (select == "last") return {static_cast<double>(e.epoch), 0.0};
-  throw Error(fmt::format("unknown model selection '{}' (--select): one of {}", select, fmt::join(selection_rules(), ", ")));
+Loss parse_loss(const std::string& name, const std::string& what) {
+  const auto& names = loss_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<Loss>(i);
+  }
+  throw Error(fmt::format("unknown loss '{}' ({}): one of {}", name, what, fmt::join(names, ", ")));
 }
 
-bool better_epoch(const std::string& select, const EpochLog& now, const EpochLog& kept) {
-  const auto a = selection_key(select, now), b = selection_key(select, kept);
-  return a.first > b.first + 1e-9 || (a.first > b.first - 1e-9 && a.second > b.second + 1e-6);
-}
-
-const char* selection_figure(const std::string& select) {
-  return select == "top1" ? "top-1" : select == "top5" ? "top-5" : select == "last" ? "epoch" : "pairwise accuracy";
-}
+const std::string& to_string(Loss loss) { return loss_names().at(static_cast<size_t>(loss)); }
 
 int first_selectable_epoch(int64_t steps_per_epoch, int64_t total_steps, double warmup_fraction) {
   const int64_t warm = warmup_steps(warmup_fraction, total_steps);
@@ -124,25 +119,25 @@ std::vector<float> predict_programs(CostModelImpl& model, const Dataset& data,
 }
 
 CostModel make_cost_model(const TrainOptions& o, int n_platforms) {
-  if (o.model_kind == kMultiHeadModelKind) {
+  const std::string& kind = to_string(o.model_kind);
+  if (o.model_kind == ModelKind::kMambaMtl) {
     MambaConfig m = o.model;
     m.n_features = kStepFeatureDim;
-    return make_cost_model(o.model_kind, fmt::format("{{\"mamba\": {}, \"platforms\": {}}}", m.to_json(), n_platforms));
+    return make_cost_model(kind, fmt::format("{{\"mamba\": {}, \"platforms\": {}}}", m.to_json(), n_platforms));
   }
-  if (o.model_kind == kMambaModelKind) {
+  if (o.model_kind == ModelKind::kMamba) {
     MambaConfig m = o.model;
     m.n_features = kStepFeatureDim;
-    return make_cost_model(o.model_kind, m.to_json());
+    return make_cost_model(kind, m.to_json());
   }
   BaselineConfig b = o.baseline;
   b.n_features = kStepFeatureDim;
-  return make_cost_model(o.model_kind, b.resolved(o.model_kind).to_json(), kStepFeatureDim);
+  return make_cost_model(kind, b.resolved(kind).to_json(), kStepFeatureDim);
 }
 
 TrainResult train_cost_model(const Dataset& data, const Split& split, const TrainOptions& o_in) {
   TrainOptions o = o_in;
   o.model.n_features = kStepFeatureDim;
-  if (o.loss != "lambdarank" && o.loss != "mse") throw Error("--loss must be 'lambdarank' or 'mse', got '" + o.loss + "'");
   if (o.group_size < 2) throw Error("--group-size must be >= 2");
   if (o.batch_size < o.group_size) {
     throw Error(fmt::format("--batch-size {} must be >= --group-size {}; raise --batch-size or lower --group-size",
@@ -179,7 +174,6 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
                               "another --out", o.out_dir, ec ? " (" + ec.message() + ")" : ""));
     }
   }
-  selection_key(o.select, EpochLog{});  // an unknown rule fails before any work
   // The validation set picks the epoch; without one, the training tasks do (reported as such).
   const std::vector<uint32_t>& valid_tasks = split.valid.empty() ? split.train : split.valid;
   if (split.valid.empty() && o.progress) {
@@ -239,7 +233,7 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
     const double seconds_before = st.epoch_seconds;  // of this epoch, before a resume
     model->train();
     // The batches of this epoch are drawn from this state (saved in checkpoints, checked when loaded).
-    if (!rng_from_string(st.rng, &rng)) throw Error("internal error: cannot restore the data-order RNG state");
+    if (!rng_from_string(st.rng, &rng)) throw InternalError("cannot restore the data-order RNG state");
     auto batches = make_batches(data, split.train, o.batch_size, o.group_size, rng);
     if (st.batch > static_cast<int64_t>(batches.size())) {
       throw Error(fmt::format("{}: batch {} of epoch {} does not exist (the epoch has {})", ckpt_path, st.batch, epoch,
@@ -251,7 +245,7 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
       for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
       model->set_platform(data.tasks()[data.task_of(batches[bi].groups.front().front())].platform);
       auto grid = bt.to_grid(model->forward(bt.x, bt.mask));
-      auto loss = o.loss == "mse" ? mse_loss(grid, bt.labels, bt.label_mask)
+      auto loss = o.loss == Loss::kMse ? mse_loss(grid, bt.labels, bt.label_mask)
                                   : lambdarank_loss(grid, bt.labels, bt.label_mask);
       check_finite(loss, epoch, st.step);
       opt.zero_grad();
@@ -303,7 +297,7 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
     if (!better) {
       const auto kept = std::find_if(result.log.begin(), result.log.end(),
                                      [&](const EpochLog& x) { return x.epoch == result.best_epoch; });
-      if (kept == result.log.end()) throw Error("internal error: the kept epoch is not in the training log");
+      if (kept == result.log.end()) throw InternalError("the kept epoch is not in the training log");
       better = better_epoch(o.select, e, *kept);
     }
     if (better) {
@@ -312,10 +306,13 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
       result.best = WeightsFile{};
       export_to_weights(*model, &result.best);
       result.best.feature_version = feature_version;
-      result.best.metadata_json = fmt::format(
-          "{{\"epoch\": {}, \"valid_top1\": {:.6f}, \"valid_top5\": {:.6f}, \"loss\": \"{}\", \"seed\": {}, "
-          "\"extra\": {}}}",
-          epoch, e.valid_top1, e.valid_top5, o.loss, o.seed, o.metadata_json);
+      const nlohmann::json metadata = {{"epoch", epoch},
+                                       {"valid_top1", e.valid_top1},
+                                       {"valid_top5", e.valid_top5},
+                                       {"loss", to_string(o.loss)},
+                                       {"seed", o.seed},
+                                       {"extra", o.metadata}};
+      result.best.metadata_json = metadata.dump();
     }
     st.since_best = better ? 0 : st.since_best + 1;
     st.best_valid_top1 = result.best_valid_top1;

@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,16 +25,23 @@
 #include "model/multi_head.h"
 #include "tclm/dataset.h"
 #include "tclm/evaluation.h"
+#include "tclm/selection.h"
 
 namespace tclm {
 
-struct EpochLog;
+/// The training loss: LambdaRank within tasks, or mean squared error of the labels.
+enum class Loss { kLambdaRank, kMse };
+/// The losses' names (--loss, the model metadata's "loss"), in the order of Loss: "lambdarank", "mse".
+const std::vector<std::string>& loss_names();
+/// "lambdarank" -> Loss::kLambdaRank, ...; throws tclm::Error naming `what` and the losses for another name.
+Loss parse_loss(const std::string& name, const std::string& what = "--loss");
+const std::string& to_string(Loss loss);
 
 struct TrainOptions {
-  std::string model_kind = "mamba";// a kind of cost_model_kinds(), or "mamba-mtl" (one head per platform)
+  ModelKind model_kind = ModelKind::kMamba;  // kMambaMtl: one head per platform
   MambaConfig model;               // the Mamba's hyper-parameters (n_features is set from the encoding)
   BaselineConfig baseline;         // a baseline's (model_kind attention | lstm | mlp)
-  std::string loss = "lambdarank"; // "lambdarank" | "mse"
+  Loss loss = Loss::kLambdaRank;
   int epochs = 30;
   int batch_size = 1024;           // programs per batch
   int group_size = 64;             // programs of one task per group
@@ -42,7 +50,7 @@ struct TrainOptions {
   double final_lr_fraction = 0.05; // cosine decay ends at lr * this
   double grad_clip = 1.0;          // max global gradient norm (<= 0: off)
   double weight_decay = 0.0;       // never applied to A_log, D, norms, biases
-  std::string select = "pairwise"; // which validation figure picks the kept epoch: selection_rules()
+  SelectRule select = SelectRule::kPairwise;  // which validation figure picks the kept epoch (tclm/selection.h)
   int patience = 6;                // epochs without a better one (by `select`) before stopping
   int64_t min_steps = 0;           // at least this many optimizer steps: more epochs (and patience in
                                    // proportion) when the data is small, e.g. a sampled budget
@@ -54,24 +62,13 @@ struct TrainOptions {
   double checkpoint_seconds = 600; // also checkpoint inside an epoch after this many seconds (0: after
                                    // every batch); a checkpoint is always written at the end of an epoch
   bool progress = true;            // progress display on stderr
-  std::string metadata_json = "{}";// extra metadata stored in the weights file ("data" etc.)
+  nlohmann::json metadata = nlohmann::json::object();  // stored as "extra" in the weights file's metadata ("data" etc.)
   std::shared_ptr<const WeightsFile> init;  // start from these weights (fine-tuning) instead of the
                                             // model's initialisation; its kind and shapes must match
   // Called after every epoch's validation, with that epoch's log entry and the model as it is then
   // (before the best model is chosen): a study's learning curves (study-sampling --curves evaluates the
   // test tasks here). It must not train the model; it never influences selection or stopping.
   std::function<void(const EpochLog&, CostModelImpl&)> on_epoch;
-};
-
-struct EpochLog {
-  int epoch = 0;
-  double train_loss = 0;
-  double valid_top1 = 0;  // task_mean
-  double valid_top5 = 0;  // task_mean
-  double valid_pairwise = 0;
-  double lr = 0;
-  double seconds = 0;
-  double samples_per_second = 0;
 };
 
 struct TrainResult {
@@ -84,22 +81,6 @@ struct TrainResult {
 
 TrainResult train_cost_model(const Dataset& data, const Split& split, const TrainOptions& options);
 
-/// The model-selection rules (TrainOptions::select): "pairwise" (validation pairwise accuracy, ties
-/// by top-1), "top1" / "top5" (validation top-k task mean, ties by pairwise accuracy), "last" (the
-/// last epoch: no early stopping). docs/design.md ("Model selection") has the study behind the default.
-const std::vector<std::string>& selection_rules();
-
-/// The key an epoch's log entry is compared by under rule `select` (higher is better; the second
-/// value breaks ties). Throws tclm::Error naming the rules for an unknown one.
-std::pair<double, double> selection_key(const std::string& select, const EpochLog& e);
-
-/// Whether epoch `now` replaces the kept epoch under rule `select`: a higher key by more than 1e-9,
-/// or an equal one (within 1e-9) with a tie-breaker higher by more than 1e-6.
-bool better_epoch(const std::string& select, const EpochLog& now, const EpochLog& kept);
-
-/// The figure a rule selects by, for messages ("pairwise accuracy", "top-1", ...).
-const char* selection_figure(const std::string& select);
-
 /// The first epoch whose model train_cost_model may keep as the best one: the first that ends at or
 /// after the learning-rate warm-up (max(1, floor(warmup_fraction * total_steps)) steps). Earlier
 /// epochs are kept only until it is reached (a barely trained model's validation top-1 on a small
@@ -109,7 +90,7 @@ int first_selectable_epoch(int64_t steps_per_epoch, int64_t total_steps, double 
 
 /// The untrained model `options` describe (kind, hyper-parameters, n_features of the encoding),
 /// initialised from torch's current seed.
-/// n_platforms: heads of a multi-platform model (model_kind "mamba-mtl"); ignored otherwise.
+/// n_platforms: heads of a multi-platform model (ModelKind::kMambaMtl); ignored otherwise.
 CostModel make_cost_model(const TrainOptions& options, int n_platforms = 1);
 
 /// Scores programs with a model (eval mode, no gradients), in batches of `batch` programs.

@@ -1,5 +1,5 @@
 # The documented exit codes of tclm (docs/reliability.md, tools/tclm.cpp): 0 success, 1 refused input,
-# 2 usage error. Usage: cmake -DTCLM=... -DDATA=<record dir> -DOUT=<dir> -P exit_codes.cmake
+# 2 usage error (3, an internal error, is tclm::InternalError: a bug, not reachable from the command line). Usage: cmake -DTCLM=... -DDATA=<record dir> -DOUT=<dir> -P exit_codes.cmake
 function(expect_exit code)
   execute_process(COMMAND ${TCLM} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL code)
@@ -39,4 +39,14 @@ if(NOT last_err MATCHES "the default of -m/--model")
   message(FATAL_ERROR "unexpected message: ${last_err}")
 endif()
 expect_exit(1 predict -m ${OUT}/corrupt.tclm -i ${OUT})
+# Choice options are checked by CLI11 against the names their enums parse (usage errors, listing them).
+expect_exit(2 train --loss hinge)
+if(NOT last_err MATCHES "lambdarank.*mse")
+  message(FATAL_ERROR "--loss: the choices are not listed: ${last_err}")
+endif()
+expect_exit(2 train --select best)
+if(NOT last_err MATCHES "pairwise.*top1.*top5.*last")
+  message(FATAL_ERROR "--select: the choices are not listed: ${last_err}")
+endif()
+expect_exit(2 train --model xgboost)  # 'tclm compare' trains xgboost, 'tclm train' does not
 message(STATUS "exit codes: OK")

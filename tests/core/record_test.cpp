@@ -174,6 +174,44 @@ TEST(RecordFile, SkipsAndCountsBadLinesWithLineNumbers) {
   EXPECT_EQ(stats.examples[1].rfind(path + ":6: i: expected an array", 0), 0u) << stats.examples[1];
 }
 
+// A candidate never measured (an Ansor line without "r") is malformed for the training readers and
+// a record with measured == false, no costs and not valid() where unmeasured lines are allowed
+// (tclm predict); the writer leaves "r" out for it, so it reads back the same way. Other defects are
+// still refused with the option on.
+TEST(RecordFile, UnmeasuredCandidatesOnlyWhereAllowed) {
+  std::string candidate = kLine;
+  candidate.erase(candidate.find(", \"r\": "), candidate.find(", \"v\"") - candidate.find(", \"r\": "));
+  ASSERT_EQ(candidate.find("\"r\""), std::string::npos) << candidate;
+  test::TempDir dir;
+  const std::string path = dir.file("candidates.json");
+  test::write_text(path, candidate + "\n" + kLine + "\n{\"v\": \"v0.6\"}\n");
+  ReadStats strict;
+  auto records = read_all(path, &strict);
+  ASSERT_EQ(records.size(), 1u);  // the measured line only
+  EXPECT_TRUE(records[0].measured);
+  EXPECT_EQ(strict.skipped_by_reason.count("missing field \"r\""), 1u);
+  ReadStats loose;
+  RecordReadOptions ro;
+  ro.allow_unmeasured = true;
+  std::vector<MeasureRecord> all;
+  read_record_file(path, [&](const MeasureRecord& r, const RecordOrigin&) { all.push_back(r); }, &loose, ro);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_FALSE(all[0].measured);
+  EXPECT_TRUE(all[0].costs.empty());
+  EXPECT_FALSE(all[0].valid());
+  EXPECT_EQ(all[0].steps.size(), 4u);
+  EXPECT_EQ(all[0].workload_key, all[1].workload_key);
+  EXPECT_TRUE(all[1].measured);  // the reused record is reset between lines
+  EXPECT_EQ(loose.skipped, 1);    // {"v": ...}: still no "i"
+  RecordParser parser;
+  parser.set_allow_unmeasured(true);
+  MeasureRecord back;
+  const std::string line = record_to_json(all[0]);
+  EXPECT_EQ(line.find("\"r\""), std::string::npos) << line;
+  ASSERT_EQ(parser.parse(line, &back), "") << line;
+  EXPECT_FALSE(back.measured);
+}
+
 TEST(RecordFile, GzipAndTruncatedGzip) {
   test::TempDir dir;
   std::string text;

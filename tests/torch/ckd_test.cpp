@@ -453,7 +453,7 @@ TEST(Ckd, PhasesKeepTheEpochOfTheSelectionRule) {
     CkdOptions o = tiny_options();
     o.epochs_cl = 4;
     o.epochs_kd = 4;
-    o.select = rule;
+    o.select = parse_select_rule(rule);
     KnowledgeBase kb(o.kb, 0);
     const CkdPhaseLog log = learn_platform(kb, d, s.train, s.valid, "k80", o);
     ASSERT_EQ(log.cl_valid_pairwise.size(), 4u);

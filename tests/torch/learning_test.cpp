@@ -119,14 +119,14 @@ TEST(Learning, BestModelIsNeverAWarmUpEpoch) {
 
 // The kept epoch is the best of the run's own log by the rule's figure (a naive maximum over the
 // log, patience large enough for every epoch to run); "last" keeps the last epoch and never stops
-// early, even with patience 1; an unknown rule is refused before any training.
+// early, even with patience 1; an unknown rule's name is refused by parse_select_rule, naming the rules.
 TEST(Learning, KeptEpochIsTheBestOfTheLogByTheSelectionRule) {
   Dataset d = Dataset::load({DataSource::parse("k80=" + test::source_dir() + "/data/records/k80/pooling")}, LoadOptions{});
   SplitOptions so;
   so.test_fraction = 0.2;
   Split s = make_split(d, so);
   ASSERT_FALSE(s.valid.empty());
-  for (const char* rule : {"pairwise", "top1", "top5"}) {
+  for (const SelectRule rule : {SelectRule::kPairwise, SelectRule::kTop1, SelectRule::kTop5}) {
     TrainOptions o;
     o.epochs = 5;
     o.patience = 100;
@@ -138,20 +138,19 @@ TEST(Learning, KeptEpochIsTheBestOfTheLogByTheSelectionRule) {
     double best = -1;
     for (const EpochLog& e : r.log) best = std::max(best, selection_key(rule, e).first);
     ASSERT_GE(r.best_epoch, 1);
-    EXPECT_NEAR(selection_key(rule, r.log[r.best_epoch - 1]).first, best, 1e-9) << rule;
-    EXPECT_EQ(r.best_valid_top1, r.log[r.best_epoch - 1].valid_top1) << rule;
+    EXPECT_NEAR(selection_key(rule, r.log[r.best_epoch - 1]).first, best, 1e-9) << to_string(rule);
+    EXPECT_EQ(r.best_valid_top1, r.log[r.best_epoch - 1].valid_top1) << to_string(rule);
   }
   TrainOptions o;
   o.epochs = 4;
   o.patience = 1;
   o.progress = false;
-  o.select = "last";
+  o.select = SelectRule::kLast;
   TrainResult r = train_cost_model(d, s, o);
   EXPECT_EQ(r.log.size(), 4u);
   EXPECT_EQ(r.best_epoch, 4);
-  o.select = "top-1";
   try {
-    train_cost_model(d, s, o);
+    parse_select_rule("top-1");
     ADD_FAILURE() << "an unknown rule was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("pairwise, top1, top5, last"), std::string::npos) << e.what();
@@ -170,24 +169,35 @@ TEST(Learning, SelectionRulesCompareTheFiguresTheyName) {
   b.valid_top1 = 0.80;
   b.valid_top5 = 0.97;
   b.valid_pairwise = 0.70;
-  EXPECT_TRUE(better_epoch("pairwise", b, a));   // 0.70 > 0.60, although its top-1 is lower
-  EXPECT_FALSE(better_epoch("pairwise", a, b));
-  EXPECT_TRUE(better_epoch("top1", a, b));       // 0.90 > 0.80, although its pairwise is lower
-  EXPECT_FALSE(better_epoch("top1", b, a));
-  EXPECT_TRUE(better_epoch("top5", b, a));       // 0.97 > 0.95
-  EXPECT_TRUE(better_epoch("last", b, a));       // a later epoch always replaces
-  EXPECT_FALSE(better_epoch("last", a, b));
+  const SelectRule pairwise = SelectRule::kPairwise, top1 = SelectRule::kTop1, top5 = SelectRule::kTop5,
+                   last = SelectRule::kLast;
+  EXPECT_TRUE(better_epoch(pairwise, b, a));   // 0.70 > 0.60, although its top-1 is lower
+  EXPECT_FALSE(better_epoch(pairwise, a, b));
+  EXPECT_TRUE(better_epoch(top1, a, b));       // 0.90 > 0.80, although its pairwise is lower
+  EXPECT_FALSE(better_epoch(top1, b, a));
+  EXPECT_TRUE(better_epoch(top5, b, a));       // 0.97 > 0.95
+  EXPECT_TRUE(better_epoch(last, b, a));       // a later epoch always replaces
+  EXPECT_FALSE(better_epoch(last, a, b));
   // Ties: an equal key within 1e-9 is decided by the tie-breaker, which must win by more than 1e-6.
   EpochLog c = a;
   c.valid_pairwise = a.valid_pairwise + 5e-10;
   c.valid_top1 = a.valid_top1 + 2e-6;
-  EXPECT_TRUE(better_epoch("pairwise", c, a));
+  EXPECT_TRUE(better_epoch(pairwise, c, a));
   c.valid_top1 = a.valid_top1 + 5e-7;
-  EXPECT_FALSE(better_epoch("pairwise", c, a));
+  EXPECT_FALSE(better_epoch(pairwise, c, a));
   c.valid_pairwise = a.valid_pairwise + 2e-9;  // a higher key by more than 1e-9 wins outright
-  EXPECT_TRUE(better_epoch("pairwise", c, a));
-  EXPECT_EQ(selection_key("pairwise", b), std::make_pair(0.70, 0.80));
-  EXPECT_EQ(selection_key("top1", b), std::make_pair(0.80, 0.70));
-  EXPECT_EQ(selection_key("top5", b), std::make_pair(0.97, 0.70));
-  EXPECT_THROW(selection_key("loss", b), Error);
+  EXPECT_TRUE(better_epoch(pairwise, c, a));
+  EXPECT_EQ(selection_key(pairwise, b), std::make_pair(0.70, 0.80));
+  EXPECT_EQ(selection_key(top1, b), std::make_pair(0.80, 0.70));
+  EXPECT_EQ(selection_key(top5, b), std::make_pair(0.97, 0.70));
+  // The names in files and on the command line map to the rules and back.
+  for (const std::string& name : selection_rules()) EXPECT_EQ(to_string(parse_select_rule(name)), name);
+  EXPECT_EQ(parse_select_rule("top5"), SelectRule::kTop5);
+  EXPECT_THROW(parse_select_rule("loss"), Error);
+  EXPECT_EQ(parse_loss("mse"), Loss::kMse);
+  EXPECT_EQ(to_string(Loss::kLambdaRank), "lambdarank");
+  EXPECT_THROW(parse_loss("hinge"), Error);
+  for (const std::string& name : model_kind_names()) EXPECT_EQ(to_string(parse_model_kind(name)), name);
+  EXPECT_EQ(parse_model_kind("mamba-mtl"), ModelKind::kMambaMtl);
+  EXPECT_THROW(parse_model_kind("xgboost"), Error);  // not a neural cost model (model/xgboost_model.h)
 }
