@@ -6,7 +6,8 @@ seeds ran as parallel jobs (`--first-seed S --seeds 1`, one --out each), or the 
 different jobs, this script pairs them from the jobs' phases.csv files, with the same rule as
 `paired_by_seed` (include/tclm/metrics.h): per platform, the method's row of the last phase of each
 seed; A minus B on the seeds both have; mean, sample std, each seed's difference; "ahead" /
-"behind" when |mean| >= 0.0005 and the mean is beyond one std of the differences, else "level".
+"behind" when |mean| >= 0.0005 and the mean is beyond one std of the differences, else "level";
+with one common seed the difference alone, "(1 seed: no paired verdict)" (src/study/results.h).
 
     tools/paired_phases.py --a tcl out/o1-s0/phases.csv out/o1-s1/phases.csv \\
                            --b finetune out/o1-base/phases.csv --platforms mi50,k80
@@ -40,12 +41,14 @@ def final_rows(method, files):
 def paired(diffs):
     if not diffs:
         return "-"
-    mean = statistics.mean(diffs)
-    std = statistics.stdev(diffs) if len(diffs) > 1 else 0.0
-    verdict = "level"
-    if len(diffs) > 1 and abs(mean) >= 0.0005:
-        verdict = "ahead" if mean - std > 0 else "behind" if mean + std < 0 else "level"
     sign = lambda v: "+0.000" if f"{v:+.3f}" == "-0.000" else f"{v:+.3f}"
+    if len(diffs) == 1:
+        return f"{sign(diffs[0])} (1 seed: no paired verdict)"
+    mean = statistics.mean(diffs)
+    std = statistics.stdev(diffs)
+    verdict = "level"
+    if abs(mean) >= 0.0005:
+        verdict = "ahead" if mean - std > 0 else "behind" if mean + std < 0 else "level"
     return f"{sign(mean)} ± {std:.3f} (" + ", ".join(sign(d) for d in diffs) + f") {verdict}"
 
 

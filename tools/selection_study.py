@@ -10,8 +10,8 @@ the best one by the rule's validation figure, stop after `patience` epochs witho
 (patience scaled like the trainer's: ceil(patience * planned epochs / --epochs)), report the kept
 epoch's test figures. Rules:
 
-  top1      validation top-1 task mean, ties broken by validation pairwise accuracy (the trainer
-            before 2026-12-01)
+  top1      validation top-1 task mean, ties broken by validation pairwise accuracy (the trainer's
+            earlier rule)
   top5      validation top-5 task mean, ties by pairwise
   pairwise  validation pairwise accuracy, ties by validation top-1 task mean
   last      no early stopping: the last planned epoch

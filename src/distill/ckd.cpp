@@ -230,13 +230,11 @@ std::vector<torch::Tensor> list_fisher(MambaCostModel& model, const Dataset& dat
 struct CkdTrainer {
   static CkdPhaseLog learn(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
-                           const CkdOptions& o, const std::function<void(const DatasetScorer&)>& after_cl,
-                           const KdPool& pool) {
+                           const CkdOptions& o, const std::function<void(const DatasetScorer&)>& after_cl) {
     if (train_tasks.empty()) throw Error("learn_platform(" + platform + "): no training tasks");
-    if (!(o.temperature > 0) || !(o.kd_temperature > 0) || !std::isfinite(o.temperature) ||
-        !std::isfinite(o.kd_temperature))
-      throw Error(fmt::format("learn_platform({}): distillation temperatures must be finite and > 0 (CL {:g}, KD {:g})",
-                              platform, o.temperature, o.kd_temperature));
+    if (!(o.temperature > 0) || !std::isfinite(o.temperature))
+      throw Error(fmt::format("learn_platform({}): the distillation temperature must be finite and > 0 (CL {:g})",
+                              platform, o.temperature));
     const uint32_t version = data.feature_version();
     if (!kb.learned_.empty()) check_feature_family(kb.feature_version_, version, "platform " + platform);
     if (train_tasks.front() >= data.tasks().size()) {
@@ -255,21 +253,8 @@ struct CkdTrainer {
     };
     check_one_platform(data, train_tasks, "tasks");
     check_one_platform(data, valid_tasks, "tasks");
-    if (pool.data) {
-      check_feature_family(version, pool.data->feature_version(), "the KD pool of " + platform);
-      check_one_platform(*pool.data, pool.tasks, "the KD pool's tasks");
-      if (o.kd_task_weight > 0) {
-        throw Error(fmt::format("learn_platform({}): kd_task_weight > 0 with a KD pool would read the labels of "
-                                "unmeasured programs; use one or the other", platform));
-      }
-    }
-    const Dataset& kd_data = pool.data ? *pool.data : data;
-    const std::vector<uint32_t>& kd_tasks = pool.data ? pool.tasks : train_tasks;
     int64_t kd_programs = 0;
-    for (uint32_t t : kd_tasks) kd_programs += static_cast<int64_t>(kd_data.tasks()[t].programs.size());
-    if (pool.data && kd_programs < 2) {
-      throw Error(fmt::format("learn_platform({}): the KD pool holds {} programs (at least 2)", platform, kd_programs));
-    }
+    for (uint32_t t : train_tasks) kd_programs += static_cast<int64_t>(data.tasks()[t].programs.size());
     kb.feature_version_ = version;
     std::mt19937_64 rng(o.seed ^ std::hash<std::string>{}(platform));
     torch::manual_seed(o.seed + kb.learned_.size());
@@ -345,7 +330,6 @@ struct CkdTrainer {
 
     // ---- KD: the frozen AC teaches the KB; EWC keeps what mattered for earlier platforms.
     for (auto& p : ac->parameters()) p.set_requires_grad(false);
-    if (o.kd_from_ac) assign_parameters(model->parameters(), ac->column->parameters());
     t0 = Clock::now();
     FitSpec kd{"KD " + platform, model.get(), model->parameters(), o.lr_kd, o.epochs_kd,
                [&](const BatchTensors& bt, int) {
@@ -356,13 +340,12 @@ struct CkdTrainer {
                    teacher = bt.to_grid(ac->forward(bt.x, bt.mask));
                  }
                  const auto s = bt.to_grid(model->forward(bt.x, bt.mask));
-                 torch::Tensor loss = listwise_distill_loss(s, teacher, bt.label_mask, o.kd_temperature);
-                 if (o.kd_task_weight > 0) loss = loss + o.kd_task_weight * lambdarank_loss(s, bt.labels, bt.label_mask);
+                 torch::Tensor loss = listwise_distill_loss(s, teacher, bt.label_mask, 1.0);
                  if (o.lambda > 0 && kb.has_fisher()) loss = loss + o.lambda * kb.ewc_penalty();
                  return loss;
                },
                kb_score};
-    const auto kd_curve = fit(kd, kd_data, kd_tasks, data, eval_tasks, o, rng, &log.kd_kept_epoch);
+    const auto kd_curve = fit(kd, data, train_tasks, data, eval_tasks, o, rng, &log.kd_kept_epoch);
     for (const EpochLog& e : kd_curve) {
       log.kd_valid_top1.push_back(e.valid_top1);
       log.kd_valid_pairwise.push_back(e.valid_pairwise);
@@ -395,9 +378,8 @@ struct CkdTrainer {
 
 CkdPhaseLog learn_platform(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
-                           const CkdOptions& options, const std::function<void(const DatasetScorer&)>& after_cl,
-                           const KdPool& kd_pool) {
-  return CkdTrainer::learn(kb, data, train_tasks, valid_tasks, platform, options, after_cl, kd_pool);
+                           const CkdOptions& options, const std::function<void(const DatasetScorer&)>& after_cl) {
+  return CkdTrainer::learn(kb, data, train_tasks, valid_tasks, platform, options, after_cl);
 }
 
 std::string to_json(const CkdPhaseLog& l) {

@@ -21,9 +21,8 @@
 //           L = LambdaRank(AC) + beta * Phi_e * ListwiseKD(AC <- KB),   Phi_e = Phi * phi_decay^(epoch-1)
 //         The KB is frozen during CL, so the spec's EWC term (which acts on the KB) is zero here.
 //   KD    the AC is frozen; the KB is trained to match it:
-//           L = ListwiseKD(KB <- AC) + kd_task_weight * LambdaRank(KB) + lambda * sum_j F_j (theta_j - theta*_j)^2
-//         on t's measured training programs, or (KdPool) on every candidate program of t's training
-//         tasks, measured or not: ListwiseKD reads the AC's scores, never a label.
+//           L = ListwiseKD(KB <- AC) + lambda * sum_j F_j (theta_j - theta*_j)^2
+//         on t's measured training programs (temperature 1: the AC's z-scored scores as they are).
 //   EWC   after KD, the diagonal (empirical) Fisher information of the KB on t's data,
 //         F_t = mean over ranking lists of (d LambdaRank_list / d theta)^2 (list_fisher below), is
 //         accumulated: F <- fisher_gamma * F + F_t, and the anchors theta* become the KB's current
@@ -53,17 +52,10 @@ struct CkdOptions {
   double phi_decay = 1.0;       // Phi_e = Phi * phi_decay^(epoch - 1) during CL
   bool dynamic_phi = true;      // false: Phi = 1 (ablation)
   double fisher_gamma = 1.0;    // F <- fisher_gamma * F + F_t (1 = plain accumulation)
-  double kd_task_weight = 0.0;  // LambdaRank on the labels during KD, besides matching the AC
-  bool kd_from_ac = false;      // KD starts the KB from the AC's column weights (same architecture)
-                                // instead of its own; EWC still pulls towards the old anchors.
-                                // Experimental (docs/transfer.md, fifth session)
-  double temperature = 1.0;     // of the listwise distillation in CL (the KB teaching the AC)
-  double kd_temperature = 1.0;  // of the listwise distillation in KD (the AC teaching the KB). Below 1
-                                // sharpens the teacher's softmax over z-scores towards its top
-                                // programs (docs/transfer.md, eighth session); experimental
+  double temperature = 1.0;     // of the listwise distillation in CL (the KB teaching the AC); KD's is 1
   // KD's learning rate is CL's, not the spec's 1e-4 (TCL-SPEC §7): at 1e-4 the KB did not take in the
-  // AC in a phase of 150-200 steps. Measured on the V100 (docs/transfer.md, fifth session): test
-  // top-1 task mean 0.827 for the AC, 0.690 for the KB distilled from it at 1e-4, 0.754 at 7e-4.
+  // AC in a phase of 150-200 steps. Measured on the V100 (docs/transfer.md): test top-1 task mean
+  // 0.827 for the AC, 0.690 for the KB distilled from it at 1e-4, 0.754 at 7e-4.
   double lr_cl = 7e-4, lr_kd = 7e-4;
   int epochs_cl = 10, epochs_kd = 10;
   int lr_step = 5;              // epochs between learning-rate steps
@@ -130,19 +122,6 @@ class KnowledgeBase {
   uint32_t feature_version_ = kFeatureVersion;  // the encoding of the platforms learned (one family)
 };
 
-/// The programs the KD phase distils on, when not the measured ones (learn_platform). KD reads only the
-/// AC's scores, never a label, so on a new platform it can use every candidate program of the
-/// platform's training tasks, measured or not: the tuner has them all, and only measuring is costly
-/// (docs/transfer.md, "KD on the target's unmeasured candidates"). No label of the pool enters KD's
-/// loss or its choice of epoch. The pool is a Dataset, so its programs need costs that Dataset keeps
-/// (finite, > 0, < 1e9): a tuner's unmeasured candidates would carry placeholder costs. In the studies
-/// of `tclm transfer` the pool is the target's recorded programs, i.e. those that measured validly.
-/// The caller chooses the tasks: they should be training tasks (not the tasks being evaluated).
-struct KdPool {
-  const Dataset* data = nullptr;  // null: KD distils on the measured training tasks (the CL data)
-  std::vector<uint32_t> tasks;    // indices into data->tasks(), all of the platform being learned
-};
-
 struct CkdPhaseLog {
   std::string platform;
   double phi = 0;                 // Phi at the start of CL
@@ -152,7 +131,7 @@ struct CkdPhaseLog {
   std::vector<double> cl_valid_pairwise, kd_valid_pairwise;  // per epoch (validation pairwise accuracy)
   int cl_kept_epoch = 0, kd_kept_epoch = 0;                  // the epochs kept (CkdOptions::select), 1-based
   double ac_valid_top1 = 0, kb_valid_top1 = 0;               // the kept epochs' validation top-1
-  int64_t kd_programs = 0;        // programs KD distilled on (each epoch): measured ones, or the KdPool's
+  int64_t kd_programs = 0;        // programs KD distilled on (each epoch): the measured training programs
   double seconds_cl = 0, seconds_kd = 0, seconds_fisher = 0;
   double fisher_mean = 0;
 };
@@ -167,17 +146,12 @@ using DatasetScorer = std::function<std::vector<float>(const Dataset& data, cons
 /// (its kept epoch), before KD distills it into the KB: the paper's Fig. 8 shows both models, and
 /// comparing the two tells whether a platform is lost in CL or in KD. The scorer is valid only during
 /// the call; it may score any dataset of the same encoding.
-/// `kd_pool`, if it has data, is what KD distils on instead of `train_tasks` (KdPool); KD's kept epoch
-/// is still chosen on the measured `valid_tasks` (or `train_tasks` when there are none), and Phi, CL
-/// and the Fisher information use only the measured data.
-/// Throws tclm::Error if train_tasks is empty, the tasks (of either dataset) mix platforms, the pool
-/// is of another encoding or empty, kd_task_weight > 0 with a pool (it would read unmeasured labels),
-/// or the loss diverges.
+/// Both phases keep the epoch chosen on `valid_tasks` (or `train_tasks` when there are none).
+/// Throws tclm::Error if train_tasks is empty, the tasks mix platforms, or the loss diverges.
 CkdPhaseLog learn_platform(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
                            const CkdOptions& options,
-                           const std::function<void(const DatasetScorer& active_column)>& after_cl = {},
-                           const KdPool& kd_pool = {});
+                           const std::function<void(const DatasetScorer& active_column)>& after_cl = {});
 
 /// JSON of a phase log.
 std::string to_json(const CkdPhaseLog& log);
