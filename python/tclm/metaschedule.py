@@ -160,7 +160,9 @@ class TclmCostModel(ms.cost_model.PyCostModel, AdapterCore):
         """Loads what :meth:`save` wrote to `path`: the model (none: back to the cold start), max_steps,
         the counters and the measured database, which replaces work_dir/db (further measurements are
         added to it and fine-tuning trains on all of it). FileNotFoundError naming a missing file,
-        ValueError naming a corrupt one (nothing is changed then)."""
+        ValueError naming a corrupt one (nothing is changed then); called through the TVM object
+        (as ``TclmCostModel(...)`` returns it), TVM's FFI hands a FileNotFoundError on as a
+        RuntimeError with the same message."""
         database = self._load_state(path, "metaschedule", self._check_database)
         for name, key in ((self.WORKLOAD_FILE, "workloads"), (self.RECORD_FILE, "records")):
             text = "".join(json.dumps(v, separators=(",", ":")) + "\n" for v in database[key])
