@@ -18,19 +18,19 @@ would tie every s above ~17). ``update`` appends the measured records (one JSON 
 standard log format) to ``log_file`` when one is given. With ``retrain=True`` the model is fine-tuned
 on that log during the search, as the MetaSchedule adapter does (``tclm train --init`` once
 ``min_new_records`` new successful measurements arrived, at most ``max_train_share`` of the wall time;
-tclm._adapter), which is what TVM's XGBModel does with Ansor's measurements.
+tclm._adapter, which also holds the engine, scoring and counters both adapters share), which is
+what TVM's XGBModel does with Ansor's measurements.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from typing import Iterable, List, Optional
 
 import numpy as np
 
 from . import FEATURE_VERSION, Engine
-from ._adapter import FineTuner, open_engine
+from ._adapter import AdapterCore, FineTuner
 
 __all__ = ["TclmAnsorModel", "record_line_from_input_json", "scores_from_raw"]
 
@@ -68,56 +68,42 @@ except ImportError:  # TVM without auto_scheduler (0.20+): the class below canno
     _BaseModel = _Base
 
 
-class TclmAnsorModel(_BaseModel):  # type: ignore[misc, valid-type]
+class TclmAnsorModel(_BaseModel, AdapterCore):  # type: ignore[misc, valid-type]
     """An Ansor ``PythonBasedModel`` scoring states with a tclm model trained on Ansor records.
 
     model_path: a .tclm weights file (Ansor step encoding). log_file: where update() appends the
     measured records (None: not kept). threads: engine threads (0 = all cores). max_steps: transform
-    steps kept per state. retrain: fine-tune on log_file during the search (needs log_file; the
-    fine-tuned models go to work_dir, default the log's directory); min_new_records, max_train_share,
-    epochs, seed: as for tclm.metaschedule.TclmCostModel. Raises ImportError when this TVM has no
-    auto_scheduler, ValueError for a model of the other encoding or retrain without log_file,
-    tclm.TclmError when the model cannot be loaded.
+    steps kept per state (None: what the model was trained with). retrain: fine-tune on log_file
+    during the search (needs log_file; the fine-tuned models go to work_dir, default the log's
+    directory); min_new_records, max_train_share, epochs, seed: as for
+    tclm.metaschedule.TclmCostModel. Raises ImportError when this TVM has no auto_scheduler,
+    ValueError for a model of the other encoding or retrain without log_file, tclm.TclmError when
+    the model cannot be loaded.
     """
 
-    def __init__(self, model_path: str, log_file: Optional[str] = None, threads: int = 0, max_steps: int = 72,
-                 retrain: bool = False, work_dir: Optional[str] = None, min_new_records: int = 32,
-                 max_train_share: float = 0.25, epochs: int = 100, seed: int = 0):
+    FEATURE_VERSION = FEATURE_VERSION
+    TUNER = "Ansor"
+    HOW_TO_TRAIN = "tclm train -d on Ansor records"
+    DEFAULT_MAX_STEPS = 72
+
+    def __init__(self, model_path: str, log_file: Optional[str] = None, threads: int = 0,
+                 max_steps: Optional[int] = 72, retrain: bool = False, work_dir: Optional[str] = None,
+                 min_new_records: int = 32, max_train_share: float = 0.25, epochs: int = 100, seed: int = 0):
         if _BaseModel is _Base:
             raise ImportError("tvm.auto_scheduler is not available: Ansor needs TVM <= 0.19 "
                               "(scripts/setup-ansor.sh installs xtc-tvm-python-bindings 0.19)")
         if retrain and log_file is None:
             raise ValueError("TclmAnsorModel: retrain=True needs log_file (the measured records it trains on)")
         super().__init__()
-        self.threads = threads
-        self.max_steps = max_steps
-        self._load_engine(model_path)
-        self.log_file = log_file
-        self.tuner = None
+        tuner = None
         if retrain:
             work_dir = os.path.abspath(work_dir or os.path.dirname(os.path.abspath(log_file)))
-            self.tuner = FineTuner(work_dir, os.path.abspath(log_file), min_new_records=min_new_records,
-                                   max_train_share=max_train_share, epochs=epochs, seed=seed, threads=threads,
-                                   max_steps=max_steps)
-        self.predicted = 0
-        self.unreadable = 0  # candidates the engine could not read (ranked last)
-        self._warned_unreadable = False
+            tuner = FineTuner(work_dir, os.path.abspath(log_file), min_new_records=min_new_records,
+                              max_train_share=max_train_share, epochs=epochs, seed=seed, threads=threads)
+        self._init_core(threads, max_steps, tuner)
+        self._load_engine(model_path)
+        self.log_file = log_file
         self.updates = 0
-        self.measured = 0
-        self.failed = 0
-
-    def _load_engine(self, model_path: str) -> None:
-        engine = open_engine(model_path, FEATURE_VERSION, "Ansor", "tclm train -d on Ansor records", self.threads)
-        engine.max_steps = self.max_steps
-        self.engine = engine
-        self.model_path = model_path
-
-    def stats(self) -> dict:
-        """Counters for reports: measured, failed, trainings, train seconds, predicted, unreadable, model."""
-        return {"measured": self.measured, "failed": self.failed,
-                "trainings": self.tuner.trainings if self.tuner else 0,
-                "train_seconds": self.tuner.train_seconds if self.tuner else 0.0,
-                "predicted": self.predicted, "unreadable": self.unreadable, "model": self.model_path}
 
     def update(self, inputs, results) -> None:
         """Appends the measured (input, result) pairs to log_file in the standard record format and,
@@ -126,36 +112,20 @@ class TclmAnsorModel(_BaseModel):  # type: ignore[misc, valid-type]
 
         self.updates += 1
         for res in results:
-            self.measured += 1
-            if int(res.error_no) != 0:
-                self.failed += 1
-            elif self.tuner is not None:
-                self.tuner.new_records += 1
+            self._count_measurement(int(res.error_no) == 0)
         if self.log_file is None:
             return
         with open(self.log_file, "a") as f:
             for inp, res in zip(inputs, results):
                 f.write(dump_record_to_string(inp, res))
-        if self.tuner is not None and self.tuner.due():
-            new_model = self.tuner.run(self.model_path)
-            if new_model is not None:
-                self._load_engine(new_model)
+        self._fine_tune_if_due()
 
     def predict(self, task, states) -> np.ndarray:
         """One positive score per state, higher = predicted faster."""
         from tvm.auto_scheduler.measure import MeasureInput
 
         lines = [record_line_from_input_json(MeasureInput(task, s).serialize()[0]) for s in states]
-        self.predicted += len(lines)
-        raw, errors = self.engine.predict_lines_with_errors(lines)
-        bad = [e for e in errors if e]
-        if bad:  # ranked last; said once and counted: a change of TVM's state format must not go unnoticed
-            self.unreadable += len(bad)
-            if not self._warned_unreadable:
-                self._warned_unreadable = True
-                print(f"tclm: {len(bad)} of {len(lines)} candidates could not be read and are ranked last "
-                      f"(first: {bad[0]})", file=sys.stderr)
-        return scores_from_raw(raw)
+        return scores_from_raw(self._raw_scores(lines))
 
     def predict_stages(self, task, states):  # never called by SketchPolicy (TVM's own docs)
         raise NotImplementedError("TclmAnsorModel scores whole programs only")

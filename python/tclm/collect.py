@@ -24,12 +24,18 @@ import math
 import os
 import sys
 import time
+from typing import Optional
 
 import numpy as np
 
 from . import featurize, pool_features, select_samples
-from .metaschedule import FAILED_RUN_SECONDS, trace_json
 from .tune_bench import WORKLOADS, llvm_target, make_workload
+
+_NO_TVM: Optional[ImportError] = None
+try:
+    from .metaschedule import FAILED_RUN_SECONDS, trace_json
+except ImportError as e:  # no TVM in this Python: main() says where to run it (after --help)
+    _NO_TVM = e
 
 
 def _ms():
@@ -159,6 +165,9 @@ def main(argv=None):
     p.add_argument("--mcpu", default="native", help="LLVM CPU: 'native' (this machine's, the default), or a name "
                    "such as 'generic' or 'skylake-avx512'")
     a = p.parse_args(argv)
+    if _NO_TVM is not None:
+        p.error(f"this Python ({sys.executable}) has no MetaSchedule TVM ({_NO_TVM}); run it in .venv-tvm "
+                "(scripts/setup-python.sh makes it)")
     if not 0 < a.budget <= 1:
         p.error("--budget must be in (0, 1]")
     workloads = [w for w in a.workloads.split(",") if w]

@@ -20,20 +20,22 @@ float64. MetaSchedule clamps negative predictions to 0 (``PredictNormalizedScore
 tie every candidate of a negative raw score; the logistic keeps the order and the values
 comparable between calls. Without a model (cold start, before the first training) scores are
 uniform random numbers from ``seed``, as TVM's untrained XGBoost model gives.
+
+``save(path)`` writes the model and what was measured (``load(path)`` continues from there, as
+TVM's XGBModel keeps its data): see :meth:`TclmCostModel.save`. What both adapters share (engine,
+scoring, counters, fine-tuning, the state file) is in tclm._adapter.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
-import time
-from typing import List, Optional
+from typing import Optional
 
 import numpy as np
 
-from . import TRACE_FEATURE_VERSION, Engine
-from ._adapter import FineTuner, open_engine
+from . import TRACE_FEATURE_VERSION
+from ._adapter import AdapterCore, FineTuner, write_atomic
 
 try:  # apache-tvm >= 0.24
     from tvm.s_tir import meta_schedule as ms
@@ -69,7 +71,7 @@ def trace_json(schedule) -> str:
 
 
 @derived_object
-class TclmCostModel(ms.cost_model.PyCostModel):
+class TclmCostModel(ms.cost_model.PyCostModel, AdapterCore):
     """A MetaSchedule cost model backed by tclm.
 
     Parameters
@@ -99,6 +101,15 @@ class TclmCostModel(ms.cost_model.PyCostModel):
         Ansor records (another encoding).
     """
 
+    FEATURE_VERSION = TRACE_FEATURE_VERSION
+    TUNER = "MetaSchedule"
+    HOW_TO_TRAIN = "tclm train -d on MetaSchedule databases"
+    DEFAULT_MAX_STEPS = DEFAULT_MAX_STEPS
+
+    #: The JSON database's files in work_dir/db (MetaSchedule's JSONDatabase names).
+    WORKLOAD_FILE = "database_workload.json"
+    RECORD_FILE = "database_tuning_record.json"
+
     def __init__(
         self,
         model: Optional[str] = None,
@@ -117,41 +128,46 @@ class TclmCostModel(ms.cost_model.PyCostModel):
         os.makedirs(self.db_dir, exist_ok=True)
         self.retrain = retrain
         self.seed = seed
-        self.threads = threads
-        self.max_steps = max_steps  # None: the model's own (tclm train stores it), else DEFAULT_MAX_STEPS
         self.rng = np.random.default_rng(seed)
-        self.model_path: Optional[str] = None
-        self.engine: Optional[Engine] = None
+        tuner = FineTuner(self.work_dir, self.db_dir, min_new_records=min_new_records, max_train_share=max_train_share,
+                          epochs=epochs, seed=seed, threads=threads) if retrain else None
+        self._init_core(threads, max_steps, tuner)
         if model is not None:
             self._load_engine(model)
         self.database = ms.database.JSONDatabase(work_dir=self.db_dir)
-        self.tuner = FineTuner(self.work_dir, self.db_dir, min_new_records=min_new_records,
-                               max_train_share=max_train_share, epochs=epochs, seed=seed, threads=threads)
-        self.measured = 0
-        self.failed = 0
-        self.predicted = 0
-        self.unreadable = 0  # candidates whose trace could not be read (ranked last)
-        self._warned_unreadable = False
-        self.predict_seconds = 0.0
-
-    @property
-    def log(self) -> List[dict]:
-        """One entry per fine-tuning: new records, seconds, return code (and the error when it failed)."""
-        return self.tuner.log
 
     # -- PyCostModel interface ----------------------------------------------------------------
-    def load(self, path: str) -> None:
-        """Loads a tclm weights file (replaces the current model)."""
-        self._load_engine(path)
-
     def save(self, path: str) -> None:
-        """Copies the current tclm weights file to `path` (nothing to save before the first model)."""
-        if self.model_path is None:
-            raise RuntimeError("TclmCostModel.save: no model yet (cold start, never fine-tuned)")
-        tmp = path + ".tmp"
-        with open(self.model_path, "rb") as src, open(tmp, "wb") as dst:
-            dst.write(src.read())
-        os.replace(tmp, path)
+        """Saves the model and the measured database, so that :meth:`load` continues from them.
+
+        Two files, each written atomically (temporary file + rename):
+
+        * ``path``: the current tclm weights file, as is (``tclm.Engine`` and ``tclm train --init``
+          read it). Not written before the first model (cold start, never fine-tuned).
+        * ``path + ".state.json"``: one JSON object (tclm._adapter.AdapterCore._save_state):
+          ``format`` "tclm-cost-model-state", ``version`` 1, ``adapter`` "metaschedule",
+          ``weights`` (the weights' file name and SHA-256; null without a model), ``max_steps``,
+          ``counters`` (measured, failed, new_records since the last fine-tuning, trainings) and
+          ``database``: ``{"workloads": [...], "records": [...]}``, one JSON value per line of the
+          MetaSchedule JSON database in work_dir/db (database_workload.json and
+          database_tuning_record.json, in order: a record's first field is its workload's index).
+        """
+        database = {"workloads": self._read_db_lines(self.WORKLOAD_FILE),
+                    "records": self._read_db_lines(self.RECORD_FILE)}
+        self._save_state(path, "metaschedule", database)
+
+    def load(self, path: str) -> None:
+        """Loads what :meth:`save` wrote to `path`: the model (none: back to the cold start), max_steps,
+        the counters and the measured database, which replaces work_dir/db (further measurements are
+        added to it and fine-tuning trains on all of it). FileNotFoundError naming a missing file,
+        ValueError naming a corrupt one (nothing is changed then); called through the TVM object
+        (as ``TclmCostModel(...)`` returns it), TVM's FFI hands a FileNotFoundError on as a
+        RuntimeError with the same message."""
+        database = self._load_state(path, "metaschedule", self._check_database)
+        for name, key in ((self.WORKLOAD_FILE, "workloads"), (self.RECORD_FILE, "records")):
+            text = "".join(json.dumps(v, separators=(",", ":")) + "\n" for v in database[key])
+            write_atomic(os.path.join(self.db_dir, name), text.encode())
+        self.database = ms.database.JSONDatabase(work_dir=self.db_dir)
 
     def update(self, context, candidates, results) -> None:
         """Stores the measured candidates (failed ones with FAILED_RUN_SECONDS) in work_dir/db and
@@ -162,64 +178,34 @@ class TclmCostModel(ms.cost_model.PyCostModel):
             ok = res.error_msg is None and len(secs) > 0 and all(0 < s < FAILED_RUN_SECONDS for s in secs)
             if not ok:
                 secs = [FAILED_RUN_SECONDS]
-                self.failed += 1
-            else:
-                self.tuner.new_records += 1
-            self.measured += 1
+            self._count_measurement(ok)
             record = ms.database.TuningRecord(cand.sch.trace, workload, secs, context.target, cand.args_info)
             self.database.commit_tuning_record(record)
-        if self.retrain and self.tuner.due():
-            self.tuner.max_steps = self.max_steps or DEFAULT_MAX_STEPS
-            new_model = self.tuner.run(self.model_path)
-            if new_model is not None:
-                self._load_engine(new_model)
+        self._fine_tune_if_due()
 
     def predict(self, context, candidates) -> np.ndarray:
         """Scores, float64, one per candidate, higher = predicted faster (see the module docstring)."""
-        t0 = time.time()
-        n = len(candidates)
         if self.engine is None:
-            scores = self.rng.random(n)
-        else:
-            raw, errors = self.engine.predict_lines_with_errors([trace_json(c.sch) for c in candidates])
-            raw = raw.astype(np.float64)
-            bad = [e for e in errors if e]
-            if bad:  # ranked last; said once, counted in stats(): a TVM trace change must not go unnoticed
-                self.unreadable += len(bad)
-                if not self._warned_unreadable:
-                    self._warned_unreadable = True
-                    print(f"tclm: {len(bad)} of {n} candidates could not be read and are ranked last "
-                          f"(first: {bad[0]})", file=sys.stderr)
-            raw = np.nan_to_num(raw, nan=-50.0, posinf=50.0, neginf=-50.0)  # an unreadable trace ranks last
-            scores = 1.0 / (1.0 + np.exp(-np.clip(raw, -50.0, 50.0)))
-        self.predicted += n
-        self.predict_seconds += time.time() - t0
-        return scores
+            self.predicted += len(candidates)
+            return self.rng.random(len(candidates))
+        raw = self._raw_scores([trace_json(c.sch) for c in candidates])
+        return 1.0 / (1.0 + np.exp(-np.clip(raw, -50.0, 50.0)))
 
     # -- internals ------------------------------------------------------------------------------
-    def _load_engine(self, path: str) -> None:
-        engine = open_engine(path, TRACE_FEATURE_VERSION, "MetaSchedule", "tclm train -d on MetaSchedule databases",
-                             self.threads)
-        if self.max_steps is None:
-            self.max_steps = _trained_max_steps(engine) or DEFAULT_MAX_STEPS
-        engine.max_steps = self.max_steps
-        self.engine = engine
-        self.model_path = path
+    def _read_db_lines(self, name: str) -> list:
+        """The JSON values of one database file's lines (none when the file is missing)."""
+        path = os.path.join(self.db_dir, name)
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.strip()]
 
-    def stats(self) -> dict:
-        """Counters for reports: measured, failed, trainings, unreadable candidates, train/predict seconds,
-        predicted."""
-        return {"measured": self.measured, "failed": self.failed, "trainings": self.tuner.trainings,
-                "unreadable": self.unreadable,
-                "train_seconds": self.tuner.train_seconds, "predicted": self.predicted,
-                "predict_seconds": self.predict_seconds, "model": self.model_path}
-
-
-
-def _trained_max_steps(engine: Engine) -> Optional[int]:
-    """The max_steps a model was trained with (tclm train writes it into the weights' metadata)."""
-    try:
-        value = json.loads(engine.metadata).get("extra", {}).get("max_steps")
-        return int(value) if value else None
-    except (ValueError, TypeError, AttributeError):
-        return None
+    @staticmethod
+    def _check_database(database: dict, spath: str) -> None:
+        workloads, records = database.get("workloads"), database.get("records")
+        if not isinstance(workloads, list) or not isinstance(records, list):
+            raise ValueError(f"{spath}: the database needs the lists \"workloads\" and \"records\"")
+        for i, rec in enumerate(records):
+            if not (isinstance(rec, list) and len(rec) == 2 and isinstance(rec[0], int)
+                    and 0 <= rec[0] < len(workloads)):
+                raise ValueError(f"{spath}: database record {i} is not [workload index, record]")

@@ -116,3 +116,73 @@ def test_cost_model_refuses_an_ansor_model(model, tmp_path):
     # The conftest model is trained on Ansor records: every trace would score NaN, so it is refused.
     with pytest.raises(ValueError, match="Ansor step encoding"):
         TclmCostModel(model=str(model), work_dir=str(tmp_path / "w"))
+
+
+def _measured_candidates(n):
+    """n distinct candidates of a 128^3 matmul (MetaSchedule's own design spaces, post-processed), with
+    made-up run times (candidate i: (i + 1) ms; every fifth one a failed build), and their context."""
+    from tclm.collect import candidate_pool
+    from tclm.tune_bench import make_workload
+
+    mod = tvm.IRModule({"main": make_workload("matmul-128")})
+    target = Target({"kind": "llvm", "num-cores": 2})
+    pool, _ = candidate_pool(mod, target, n, seed=0)
+    assert len(pool) == n
+    ctx = ms.TuneContext(mod=mod, target=target, task_name="save-load")
+    cands = [ms.MeasureCandidate(s, ms.arg_info.ArgInfo.from_prim_func(s.mod["main"])) for s in pool]
+    results = [ms.runner.RunnerResult(run_secs=None, error_msg="build failed") if i % 5 == 4
+               else ms.runner.RunnerResult(run_secs=[(i + 1) * 1e-3], error_msg=None) for i in range(n)]
+    return ctx, cands, results
+
+
+def _db_records(database):
+    """(workload JSON, record JSON, trace JSON) of every record of a MetaSchedule database, as text."""
+    return [(str(r.workload.as_json()), str(r.as_json()), trace_json(r.as_measure_candidate().sch))
+            for r in database.get_all_tuning_records()]
+
+
+def test_save_load_keeps_the_measured_database(tmp_path):
+    """save() writes the weights and the measured database; load() into a fresh model (another
+    work_dir) gives the same database, counters and scores, and later measurements are added to it."""
+    ctx, cands, results = _measured_candidates(10)
+    a = TclmCostModel(model=None, work_dir=str(tmp_path / "a"), min_new_records=6, max_train_share=1.0, epochs=1,
+                      seed=0)
+    a.update(ctx, cands[:8], results[:8])
+    assert a.stats()["measured"] == 8 and a.stats()["failed"] == 1
+    if _have_cli():  # 7 successful measurements >= 6: a.update fine-tuned a first model on them
+        assert a.engine is not None, a.log
+    path = str(tmp_path / "saved.tclm")
+    a.save(path)
+    assert os.path.exists(path + ".state.json")
+    assert os.path.exists(path) == (a.engine is not None)
+
+    b = TclmCostModel(model=None, work_dir=str(tmp_path / "b"), min_new_records=6, max_train_share=1.0, epochs=1,
+                      seed=1)
+    b.load(path)
+    # What b reads is what a wrote (both read from their db/ files: an object TVM rebuilds from JSON
+    # may print differently from the one it was made from).
+    saved = _db_records(ms.database.JSONDatabase(work_dir=a.db_dir))
+    assert len(saved) == 8 and _db_records(b.database) == saved
+    for k in ("measured", "failed", "trainings"):
+        assert b.stats()[k] == a.stats()[k], k
+    assert b.tuner.new_records == a.tuner.new_records and b.max_steps == a.max_steps
+    if a.engine is not None:
+        np.testing.assert_array_equal(b.predict(ctx, cands), a.predict(ctx, cands))
+        assert np.ptp(b.predict(ctx, cands)) > 0
+    # The loaded database goes on: the next measurements join the saved ones.
+    b.update(ctx, cands[8:], results[8:])
+    after = _db_records(b.database)
+    assert len(after) == 10 and set(saved) <= set(after) and b.stats()["measured"] == 10
+
+    # A missing or corrupt state file is refused with its name, and leaves the model as it was. (load
+    # runs through TVM's FFI, which hands a FileNotFoundError on as a RuntimeError with its message.)
+    c = TclmCostModel(model=None, work_dir=str(tmp_path / "c"))
+    with pytest.raises((FileNotFoundError, RuntimeError), match="nothing.tclm.state.json: no saved state"):
+        c.load(str(tmp_path / "nothing.tclm"))
+    with open(path + ".state.json", "r+") as f:
+        text = f.read()
+        f.seek(0)
+        f.write(text.replace('"records":[[', '"records":[["x",', 1))
+    with pytest.raises(ValueError, match=r"saved\.tclm\.state\.json: database record 0"):
+        c.load(path)
+    assert c.stats()["measured"] == 0 and _db_records(c.database) == []
