@@ -16,9 +16,12 @@
 
 #include "tclm/error.h"
 #include "tclm/feature.h"
+#include "tclm/model_schema.h"
 #include "tclm/weights.h"
 
 namespace {
+
+namespace ms = tclm::mamba_schema;
 
 using tclm::NamedTensor;
 using tclm::WeightsFile;
@@ -83,9 +86,9 @@ int main(int argc, char** argv) {
     write("valid_trace_feature_version.tclm", tclm::serialize_weights(w));
     w = real;
     for (NamedTensor& t : w.tensors) {
-      if (t.name == "embed.weight") t.data[0] = std::numeric_limits<float>::quiet_NaN();
-      if (t.name == "head1.weight") t.data[0] = std::numeric_limits<float>::infinity();
-      if (t.name == "mixers.0.A_log") t.data[0] = 1e30f;  // exp overflows
+      if (t.name == ms::join(ms::kEmbed, ms::kWeight)) t.data[0] = std::numeric_limits<float>::quiet_NaN();
+      if (t.name == ms::join(ms::kHead1, ms::kWeight)) t.data[0] = std::numeric_limits<float>::infinity();
+      if (t.name == ms::join(ms::mixer_module(0), ms::kALog)) t.data[0] = 1e30f;  // exp overflows
     }
     write("valid_nan_inf_weights.tclm", tclm::serialize_weights(w));
     w = real;

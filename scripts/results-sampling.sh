@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the real-split tables of docs/sampler.md ("RDU options chosen on a tuning split"): tclm study-sampling (samplers x sampling rates x
+# Reproduces the results table of docs/sampler.md: tclm study-sampling (samplers x sampling rates x
 # seeds; each run trains the cost model on the picked programs and evaluates on held-out workloads)
 # on one GPU (K80) and one CPU (Platinum 8358) of ../shared/data: random and RDU at 10% and all data,
 # 3 seeds, every model at least 400 optimizer steps (--min-steps), so a 10% budget is not simply

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Reproduces docs/transfer.md: the TCL pipeline (tclm transfer) on ../shared/data, with its baselines and
 # ablations. Usage: scripts/results-transfer.sh [extra transfer args]
-# Env: TCLM_RESULTS_OUT (default out/transfer-study), TCLM_BIN, SEEDS (default 2), ORDERS (default
+# Env: TCLM_RESULTS_OUT (default out/transfer-study), TCLM_BIN, SEEDS (default 3), ORDERS (default
 # "k80,v100:mi50"; "SOURCES:TARGET" items separated by blanks, e.g. "k80,v100:mi50 v100,mi50:k80" for both
 # GPU orders, "cpu24:platinum platinum:cpu24" for the CPU orders).
 # Platforms (the list below): k80, v100, mi50 (roller_osdi22's GPUs), cpu24 (tvm_ansor_bench's 24-core
@@ -39,6 +39,6 @@ for order in ${ORDERS:-k80,v100:mi50}; do
   done
   name="${sources//,/-}-to-$target"
   echo "== transfer $sources -> $target" >&2
-  "$bin" transfer "${data[@]}" --sources "$sources" --target "$target" --seeds "${SEEDS:-2}" -o "$out/$name" \
+  "$bin" transfer "${data[@]}" --sources "$sources" --target "$target" --seeds "${SEEDS:-3}" -o "$out/$name" \
     "${common[@]}" "$@" 2> "$out/$name.log" | tee "$out/$name.txt"
 done

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Reproduces "RDU options chosen on a tuning split" of docs/sampler.md: RDU's options compared at 10%
+# Reproduces "RDU options chosen on a tuning split" of docs/experiments/sampler.md: RDU's options compared at 10%
 # on the K80's tuning split (--tuning-split: the real test tasks are left out, the rest split again),
 # 2 seeds each, with random picks as the baseline. The choice is made on these figures only; the
 # tables that report RDU use the real split (scripts/results-sampling.sh).
 # Usage: scripts/tune-sampler.sh [extra study-sampling args]
 # Env: TCLM_RESULTS_OUT (default out/sampler-tuning), TCLM_BIN.
-# Measured on 2 vCPUs with --threads 1 per run next to another job (docs/sampler.md): ~8 min per
+# Measured on 2 vCPUs with --threads 1 per run next to another job: ~8 min per
 # one-round config (2 seeds), ~17 min for the two-round one (its between-round model); ~65 min in all.
 set -euo pipefail
 cd "$(dirname "$0")/.."

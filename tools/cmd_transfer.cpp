@@ -75,7 +75,7 @@ Command add_transfer_command(CLI::App& app) {
   cmd->add_option("--phi-floor", o->ckd.phi_floor, fmt::format("Lower bound of Phi (default {:g})", o->ckd.phi_floor))->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--phi-decay", o->ckd.phi_decay, fmt::format("Phi decay per CL epoch (default {:g}; 1 = none)", o->ckd.phi_decay))->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--lr-cl", o->ckd.lr_cl, fmt::format("CL learning rate (default {:g})", o->ckd.lr_cl))->check(CLI::Range(1e-7, 1.0));
-  cmd->add_option("--lr-kd", o->ckd.lr_kd, fmt::format("KD learning rate (default {:g}; the spec's 1e-4 left the KB far behind the active column, docs/transfer.md)", o->ckd.lr_kd))->check(CLI::Range(1e-7, 1.0));
+  cmd->add_option("--lr-kd", o->ckd.lr_kd, fmt::format("KD learning rate (default {:g}; the spec's 1e-4 left the KB far behind the active column, docs/experiments/transfer.md)", o->ckd.lr_kd))->check(CLI::Range(1e-7, 1.0));
   cmd->add_option("--epochs", o->train.epochs, "Maximum epochs of each baseline model")->check(CLI::Range(1, 100000));
   cmd->add_option("--min-steps", o->train.min_steps,
                   "At least this many optimizer steps per model and CKD phase (small budgets get more epochs)")

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""What each sampler's picks look like, before any model is trained on them (docs/sampler.md).
+"""What each sampler's picks look like, before any model is trained on them
+(docs/experiments/sampler.md, "What the picks hold").
 
 For every task (workload key) of a directory of Ansor records with at least --min-programs valid
 programs, every sampler picks --fraction of the task's programs in one cold-start round

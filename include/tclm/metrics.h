@@ -66,7 +66,7 @@ struct PairedDifference {
   double mean = 0;            // mean of diffs (0 when there are none)
   double std = 0;             // sample standard deviation of diffs (n - 1); 0 when n < 2
   /// "ahead" when mean - std > 0, "behind" when mean + std < 0, "level" otherwise: also for n < 2
-  /// (the spread is unknown) and for |mean| < 0.0005 (a difference the 3-digit tables show as
+  /// (the spread is unknown; the study tables print "1 seed: no paired verdict" instead) and for |mean| < 0.0005 (a difference the 3-digit tables show as
   /// +0.000, e.g. two runs equal up to rounding). A setting counts as better only when its mean
   /// gain is larger than the seed-to-seed spread of the gain itself.
   std::string verdict() const;

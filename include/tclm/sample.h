@@ -55,7 +55,7 @@ struct SamplerOptions {
   // rdu, auto k only: budget per cluster, finite and >= 1. Default 1: one cluster per pick, so a
   // cold-start round picks the most representative point of each of `budget` clusters (diversity
   // acts between clusters through k-means, and inside a cluster only against earlier rounds' picks).
-  // Chosen on the K80's tuning split over 4 (the earlier default), 2 and 1 (docs/sampler.md,
+  // Chosen on the K80's tuning split over 4 (the earlier default), 2 and 1 (docs/experiments/sampler.md,
   // "RDU options chosen on a tuning split").
   double picks_per_cluster = 1.0;
   int kmeans_iterations = 20;  // Lloyd iterations (faiss), >= 1

@@ -54,7 +54,7 @@ struct CkdOptions {
   double fisher_gamma = 1.0;    // F <- fisher_gamma * F + F_t (1 = plain accumulation)
   double temperature = 1.0;     // of the listwise distillation in CL (the KB teaching the AC); KD's is 1
   // KD's learning rate is CL's, not the spec's 1e-4 (TCL-SPEC §7): at 1e-4 the KB did not take in the
-  // AC in a phase of 150-200 steps. Measured on the V100 (docs/transfer.md): test top-1 task mean
+  // AC in a phase of 150-200 steps. Measured on the V100 (docs/experiments/transfer.md): test top-1 task mean
   // 0.827 for the AC, 0.690 for the KB distilled from it at 1e-4, 0.754 at 7e-4.
   double lr_cl = 7e-4, lr_kd = 7e-4;
   int epochs_cl = 10, epochs_kd = 10;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/enum_names.h"
 #include "tclm/error.h"
 
 namespace tclm {
@@ -14,14 +15,10 @@ const std::vector<std::string>& selection_rules() {
 }
 
 SelectRule parse_select_rule(const std::string& name, const std::string& what) {
-  const auto& rules = selection_rules();
-  for (size_t i = 0; i < rules.size(); ++i) {
-    if (rules[i] == name) return static_cast<SelectRule>(i);
-  }
-  throw Error(fmt::format("unknown model selection '{}' ({}): one of {}", name, what, fmt::join(rules, ", ")));
+  return enum_from_name<SelectRule>(selection_rules(), name, "model selection", what);
 }
 
-const std::string& to_string(SelectRule rule) { return selection_rules().at(static_cast<size_t>(rule)); }
+const std::string& to_string(SelectRule rule) { return enum_name(selection_rules(), rule); }
 
 std::pair<double, double> selection_key(SelectRule rule, const EpochLog& e) {
   switch (rule) {

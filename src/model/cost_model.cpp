@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "common/enum_names.h"
 #include "model/baselines.h"
 #include "model/mamba.h"
 #include "model/multi_head.h"
@@ -68,14 +69,10 @@ const std::vector<std::string>& model_kind_names() {
 }
 
 ModelKind parse_model_kind(const std::string& name, const std::string& what) {
-  const auto& names = model_kind_names();
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == name) return static_cast<ModelKind>(i);
-  }
-  throw Error(fmt::format("unknown cost model kind '{}' ({}): one of {}", name, what, fmt::join(names, ", ")));
+  return enum_from_name<ModelKind>(model_kind_names(), name, "cost model kind", what);
 }
 
-const std::string& to_string(ModelKind kind) { return model_kind_names().at(static_cast<size_t>(kind)); }
+const std::string& to_string(ModelKind kind) { return enum_name(model_kind_names(), kind); }
 
 const std::vector<std::string>& cost_model_kinds() {
   static const std::vector<std::string> kinds = {"mamba", "attention", "lstm", "mlp"};

@@ -12,6 +12,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "common/enum_names.h"
 #include "common/bytes.h"
 #include "common/timer.h"
 #include "tclm/error.h"
@@ -68,14 +69,10 @@ const std::vector<std::string>& loss_names() {
 }
 
 Loss parse_loss(const std::string& name, const std::string& what) {
-  const auto& names = loss_names();
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == name) return static_cast<Loss>(i);
-  }
-  throw Error(fmt::format("unknown loss '{}' ({}): one of {}", name, what, fmt::join(names, ", ")));
+  return enum_from_name<Loss>(loss_names(), name, "loss", what);
 }
 
-const std::string& to_string(Loss loss) { return loss_names().at(static_cast<size_t>(loss)); }
+const std::string& to_string(Loss loss) { return enum_name(loss_names(), loss); }
 
 int first_selectable_epoch(int64_t steps_per_epoch, int64_t total_steps, double warmup_fraction) {
   const int64_t warm = warmup_steps(warmup_fraction, total_steps);
@@ -289,7 +286,7 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
     // An epoch that ends inside the learning-rate warm-up is kept only until the first epoch after it:
     // with a small validation set (a sampled budget: 10% of a few tasks) a barely trained model's
     // top-1 is often high by luck, and keeping it (and stopping `patience` epochs later) made some
-    // 10% runs score below a random ranking (docs/sampler.md).
+    // 10% runs score below a random ranking (docs/experiments/sampler.md, "Collapsed runs").
     const int first_selectable = first_selectable_epoch(steps_per_epoch, total_steps, o.warmup_fraction);
     const bool selectable = epoch >= first_selectable;
     const bool best_selectable = result.best_epoch >= first_selectable;  // first_selectable >= 1

@@ -287,8 +287,8 @@ TEST(PairwiseAccuracy, MatchesAllPairsOnRandomTasksWithTies) {
 }
 
 
-// Paired by seed: the K80 study's RDU and random top-1 (pooled) at 10%, seeds 0-2 (docs/sampler.md,
-// seventh session), by hand: differences +0.092028, +0.056305, -0.064573; mean 0.027920; sample std
+// Paired by seed: the K80 study's RDU and random top-1 (pooled) at 10%, seeds 0-2 (an earlier
+// K80 sampler study), by hand: differences +0.092028, +0.056305, -0.064573; mean 0.027920; sample std
 // sqrt(((0.064108)^2 + (0.028385)^2 + (0.092493)^2) / 2) = 0.082069.
 TEST(PairedBySeed, MatchesAHandComputedStudy) {
   const std::map<int, double> rdu{{0, 0.830819}, {1, 0.831483}, {2, 0.703953}, {5, 0.9}};
