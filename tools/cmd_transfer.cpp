@@ -72,6 +72,11 @@ Command add_transfer_command(CLI::App& app) {
   cmd->add_option("--epochs-kd", o->ckd.epochs_kd, "KD epochs per platform")->check(CLI::Range(1, 10000));
   cmd->add_option("--beta", o->ckd.beta, fmt::format("Teacher weight in CL (default {:g})", o->ckd.beta))->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--lambda", o->ckd.lambda, fmt::format("EWC strength in KD (default {:g})", o->ckd.lambda))->check(CLI::Range(0.0, 1e12));
+  cmd->add_option("--replay", o->ckd.replay,
+                  fmt::format("KD: weight of the earlier platforms' training programs, ranked by the KB as it was "
+                              "before the platform (learning without forgetting; no label read; default {:g}; 0 = none)",
+                              o->ckd.replay))
+      ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--phi-floor", o->ckd.phi_floor, fmt::format("Lower bound of Phi (default {:g})", o->ckd.phi_floor))->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--phi-decay", o->ckd.phi_decay, fmt::format("Phi decay per CL epoch (default {:g}; 1 = none)", o->ckd.phi_decay))->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--lr-cl", o->ckd.lr_cl, fmt::format("CL learning rate (default {:g})", o->ckd.lr_cl))->check(CLI::Range(1e-7, 1.0));

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <functional>
 #include <optional>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "common/timer.h"
@@ -230,7 +231,8 @@ std::vector<torch::Tensor> list_fisher(MambaCostModel& model, const Dataset& dat
 struct CkdTrainer {
   static CkdPhaseLog learn(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
-                           const CkdOptions& o, const std::function<void(const DatasetScorer&)>& after_cl) {
+                           const CkdOptions& o, const std::function<void(const DatasetScorer&)>& after_cl,
+                           const KdReplay& replay) {
     if (train_tasks.empty()) throw Error("learn_platform(" + platform + "): no training tasks");
     if (!(o.temperature > 0) || !std::isfinite(o.temperature))
       throw Error(fmt::format("learn_platform({}): the distillation temperature must be finite and > 0 (CL {:g})",
@@ -292,7 +294,8 @@ struct CkdTrainer {
       }
     };
     std::optional<FreezeGuard> kb_frozen(std::in_place, model->parameters());
-    ActiveColumn ac(kb.deployable("{}"));
+    const WeightsFile kb_before = kb.deployable("{}");
+    ActiveColumn ac(kb_before);
     ScoreFn ac_score = [&](const torch::Tensor& x, const torch::Tensor& m) { return ac->forward(x, m); };
     auto t0 = Clock::now();
     FitSpec cl{"CL " + platform, ac.get(), ac->parameters(), o.lr_cl, o.epochs_cl,
@@ -328,11 +331,28 @@ struct CkdTrainer {
       });
     }
 
-    // ---- KD: the frozen AC teaches the KB; EWC keeps what mattered for earlier platforms.
+    // ---- KD: the frozen AC teaches the KB; EWC (parameter space) and the replay (function space) keep
+    // what mattered for earlier platforms.
     for (auto& p : ac->parameters()) p.set_requires_grad(false);
+    const bool use_replay = o.replay > 0 && replay.data != nullptr && !replay.tasks.empty() && !kb.learned_.empty();
+    MambaCostModel old_kb{nullptr};
+    std::vector<Batch> replay_batches;
+    size_t replay_next = 0;
+    int replay_epoch = 0;
+    if (use_replay) {
+      check_feature_family(version, replay.data->feature_version(), "the replayed programs of " + platform);
+      old_kb = MambaCostModel(MambaConfig::from_json(kb_before.config_json));
+      load_into_model(kb_before, old_kb);
+      old_kb->eval();
+      for (auto& p : old_kb->parameters()) p.set_requires_grad(false);
+      for (uint32_t t : replay.tasks) {
+        if (t >= replay.data->tasks().size()) throw Error(fmt::format("learn_platform({}): replay task {} out of range", platform, t));
+        log.replay_programs += static_cast<int64_t>(replay.data->tasks()[t].programs.size());
+      }
+    }
     t0 = Clock::now();
     FitSpec kd{"KD " + platform, model.get(), model->parameters(), o.lr_kd, o.epochs_kd,
-               [&](const BatchTensors& bt, int) {
+               [&](const BatchTensors& bt, int epoch) {
                  torch::Tensor teacher;
                  {
                    torch::NoGradGuard ng;
@@ -342,6 +362,24 @@ struct CkdTrainer {
                  const auto s = bt.to_grid(model->forward(bt.x, bt.mask));
                  torch::Tensor loss = listwise_distill_loss(s, teacher, bt.label_mask, 1.0);
                  if (o.lambda > 0 && kb.has_fisher()) loss = loss + o.lambda * kb.ewc_penalty();
+                 if (use_replay) {
+                   // One batch of the earlier platforms' programs per step, reshuffled every epoch.
+                   if (epoch != replay_epoch || replay_next >= replay_batches.size()) {
+                     replay_batches = make_batches(*replay.data, replay.tasks, o.batch_size, o.group_size, rng);
+                     replay_next = 0;
+                     replay_epoch = epoch;
+                   }
+                   if (!replay_batches.empty()) {
+                     const BatchTensors rb = to_tensors(*replay.data, replay_batches[replay_next++], o.group_size);
+                     torch::Tensor old_scores;
+                     {
+                       torch::NoGradGuard ng;
+                       old_scores = rb.to_grid(old_kb->forward(rb.x, rb.mask));
+                     }
+                     loss = loss + o.replay * listwise_distill_loss(rb.to_grid(model->forward(rb.x, rb.mask)), old_scores,
+                                                                    rb.label_mask, 1.0);
+                   }
+                 }
                  return loss;
                },
                kb_score};
@@ -352,6 +390,14 @@ struct CkdTrainer {
     }
     log.kb_valid_top1 = log.kd_valid_top1[log.kd_kept_epoch - 1];
     log.seconds_kd = since(t0);
+    {
+      ac->eval();
+      const RankingReport ac_train = evaluate(ac_score, data, train_tasks), kb_train = evaluate(kb_score, data, train_tasks);
+      log.ac_train_top1 = ac_train.top1.task_mean;
+      log.kb_train_top1 = kb_train.top1.task_mean;
+      log.ac_train_pairwise = ac_train.pairwise;
+      log.kb_train_pairwise = kb_train.pairwise;
+    }
 
     // ---- Fisher information of the KB on this platform (empirical, per ranking list), accumulated.
     t0 = Clock::now();
@@ -378,24 +424,36 @@ struct CkdTrainer {
 
 CkdPhaseLog learn_platform(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
-                           const CkdOptions& options, const std::function<void(const DatasetScorer&)>& after_cl) {
-  return CkdTrainer::learn(kb, data, train_tasks, valid_tasks, platform, options, after_cl);
+                           const CkdOptions& options, const std::function<void(const DatasetScorer&)>& after_cl,
+                           const KdReplay& replay) {
+  return CkdTrainer::learn(kb, data, train_tasks, valid_tasks, platform, options, after_cl, replay);
 }
 
 std::string to_json(const CkdPhaseLog& l) {
-  auto arr = [](const std::vector<double>& v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{:.6f}", i ? ", " : "", v[i]);
-    return s + "]";
-  };
-  return fmt::format(
-      "{{\"platform\": \"{}\", \"phi\": {:.6f}, \"kb_top1_before\": {:.6f}, \"kb_pairwise_before\": {:.6f}, \"cl_valid_top1\": {}, "
-      "\"kd_valid_top1\": {}, \"cl_valid_pairwise\": {}, \"kd_valid_pairwise\": {}, \"cl_kept_epoch\": {}, "
-      "\"kd_kept_epoch\": {}, \"kd_programs\": {}, \"ac_valid_top1\": {:.6f}, \"kb_valid_top1\": {:.6f}, \"seconds_cl\": {:.2f}, "
-      "\"seconds_kd\": {:.2f}, \"seconds_fisher\": {:.2f}, \"fisher_mean\": {:.6g}}}",
-      l.platform, l.phi, l.kb_top1_before, l.kb_pairwise_before, arr(l.cl_valid_top1), arr(l.kd_valid_top1),
-      arr(l.cl_valid_pairwise), arr(l.kd_valid_pairwise), l.cl_kept_epoch, l.kd_kept_epoch, l.kd_programs, l.ac_valid_top1,
-      l.kb_valid_top1, l.seconds_cl, l.seconds_kd, l.seconds_fisher, l.fisher_mean);
+  const nlohmann::ordered_json j = {
+      {"platform", l.platform},
+      {"phi", l.phi},
+      {"kb_top1_before", l.kb_top1_before},
+      {"kb_pairwise_before", l.kb_pairwise_before},
+      {"cl_valid_top1", l.cl_valid_top1},
+      {"kd_valid_top1", l.kd_valid_top1},
+      {"cl_valid_pairwise", l.cl_valid_pairwise},
+      {"kd_valid_pairwise", l.kd_valid_pairwise},
+      {"cl_kept_epoch", l.cl_kept_epoch},
+      {"kd_kept_epoch", l.kd_kept_epoch},
+      {"kd_programs", l.kd_programs},
+      {"replay_programs", l.replay_programs},
+      {"ac_valid_top1", l.ac_valid_top1},
+      {"kb_valid_top1", l.kb_valid_top1},
+      {"ac_train_top1", l.ac_train_top1},
+      {"kb_train_top1", l.kb_train_top1},
+      {"ac_train_pairwise", l.ac_train_pairwise},
+      {"kb_train_pairwise", l.kb_train_pairwise},
+      {"seconds_cl", l.seconds_cl},
+      {"seconds_kd", l.seconds_kd},
+      {"seconds_fisher", l.seconds_fisher},
+      {"fisher_mean", l.fisher_mean}};
+  return j.dump();
 }
 
 }  // namespace tclm

@@ -342,3 +342,106 @@ TEST(Ckd, PhasesKeepTheEpochOfTheSelectionRule) {
     EXPECT_EQ(log.kb_valid_top1, log.kd_valid_top1[log.kd_kept_epoch - 1]);
   }
 }
+
+namespace {
+
+/// Fraction of the pairs of programs of one task, over `tasks`, that two score vectors order the same
+/// way (pairs that either vector ties are left out). `programs` lists the tasks' programs task by task
+/// (programs_of), a[i] and b[i] score programs[i].
+double pair_agreement(const Dataset& d, const std::vector<uint32_t>& tasks, const std::vector<float>& a,
+                      const std::vector<float>& b) {
+  int64_t same = 0, pairs = 0;
+  size_t base = 0;
+  for (uint32_t t : tasks) {
+    const size_t n = d.tasks()[t].programs.size();
+    for (size_t i = base; i < base + n; ++i) {
+      for (size_t j = i + 1; j < base + n; ++j) {
+        const float da = a[i] - a[j], db = b[i] - b[j];
+        if (da == 0 || db == 0) continue;
+        ++pairs;
+        if ((da > 0) == (db > 0)) ++same;
+      }
+    }
+    base += n;
+  }
+  return pairs ? static_cast<double>(same) / static_cast<double>(pairs) : 0.0;
+}
+
+/// Two platforms of the embedded data, one slice each, one split.
+struct TwoPlatforms {
+  TwoPlatforms(const std::string& a, const std::string& b)
+      : d(Dataset::load({DataSource::parse(a.substr(0, a.find('/')) + "=" + test::source_dir() + "/data/records/" + a),
+                         DataSource::parse(b.substr(0, b.find('/')) + "=" + test::source_dir() + "/data/records/" + b)},
+                        LoadOptions{})),
+        s(make_split(d, SplitOptions{})) {}
+  Dataset d;
+  Split s;
+  std::vector<uint32_t> of(const std::vector<uint32_t>& part, const std::string& platform) const {
+    std::vector<uint32_t> out;
+    for (uint32_t t : part) {
+      if (d.platforms()[d.tasks()[t].platform] == platform) out.push_back(t);
+    }
+    return out;
+  }
+};
+
+CkdOptions small_options() {
+  CkdOptions o;
+  o.kb = test::make_config(16);
+  o.epochs_cl = 2;
+  o.epochs_kd = 2;
+  o.min_steps = 30;
+  o.progress = false;
+  return o;
+}
+
+}  // namespace
+
+TEST(Ckd, KdBringsTheKbToTheActiveColumnsOrderOnHeldOutWorkloads) {
+  // The KB is distilled on the V100's training programs only; on its held-out workloads (programs KD
+  // never saw) it must order the programs as the active column does, on far more pairs than an
+  // untrained KB of the same size does (about half: its order is unrelated to the AC's).
+  TwoPlatforms p("k80/pooling", "v100/pooling");
+  const auto held_out = p.of(p.s.test, "v100");
+  ASSERT_FALSE(held_out.empty());
+  const std::vector<uint32_t> programs = programs_of(p.d, held_out);
+  const CkdOptions o = small_options();
+  KnowledgeBase kb(o.kb, 0);
+  learn_platform(kb, p.d, p.of(p.s.train, "k80"), p.of(p.s.valid, "k80"), "k80", o);
+  std::vector<float> ac;
+  learn_platform(kb, p.d, p.of(p.s.train, "v100"), p.of(p.s.valid, "v100"), "v100", o,
+                 [&](const DatasetScorer& scorer) { ac = scorer(p.d, programs); });
+  KnowledgeBase fresh(o.kb, 1);
+  const double untrained = pair_agreement(p.d, held_out, predict_programs(fresh.model(), p.d, programs), ac);
+  const double after = pair_agreement(p.d, held_out, predict_programs(kb.model(), p.d, programs), ac);
+  std::printf("held-out V100 pairs ordered as the active column does: untrained KB %.4f, KB after KD %.4f\n",
+              untrained, after);
+  EXPECT_GT(after, 0.9);
+  EXPECT_GT(after, untrained + 0.2);
+}
+
+TEST(Ckd, ReplayKeepsTheEarlierPlatformsOrder) {
+  // Learning the MI50's depthwise convolutions with the K80's pooling training programs replayed (ranked by the KB as it was before)
+  // keeps the KB's order of the K80's held-out workloads closer to what it was than without the
+  // replay, with the same seed and the same MI50 data.
+  TwoPlatforms p("k80/pooling", "mi50/depthwise");
+  const auto k80_held_out = p.of(p.s.test, "k80");
+  ASSERT_FALSE(k80_held_out.empty());
+  const std::vector<uint32_t> programs = programs_of(p.d, k80_held_out);
+  double kept[2] = {0, 0};
+  for (int with_replay = 0; with_replay < 2; ++with_replay) {
+    CkdOptions o = small_options();
+    o.lambda = 0;  // the replay alone against nothing
+    o.replay = with_replay ? 1.0 : 0.0;
+    KnowledgeBase kb(o.kb, 0);
+    learn_platform(kb, p.d, p.of(p.s.train, "k80"), p.of(p.s.valid, "k80"), "k80", o);
+    const std::vector<float> before = predict_programs(kb.model(), p.d, programs);
+    KdReplay replay{&p.d, p.of(p.s.train, "k80")};
+    const CkdPhaseLog log = learn_platform(kb, p.d, p.of(p.s.train, "mi50"), p.of(p.s.valid, "mi50"), "mi50", o, {}, replay);
+    EXPECT_EQ(log.replay_programs > 0, with_replay == 1);
+    kept[with_replay] = pair_agreement(p.d, k80_held_out, before, predict_programs(kb.model(), p.d, programs));
+  }
+  std::printf("K80 held-out pairs kept after learning the MI50: without replay %.4f, with %.4f\n", kept[0], kept[1]);
+  EXPECT_GT(kept[1], kept[0] + 0.05);
+  EXPECT_GT(kept[1], 0.95);
+}
