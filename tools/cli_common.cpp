@@ -1,8 +1,17 @@
 // tools/cli_common.cpp: helpers shared by the tclm commands (tools/cli_common.h).
 #include "cli_common.h"
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 
@@ -81,10 +90,18 @@ std::string info_text(const DataSummary& d) {
     s += fmt::format("{:<40} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9}\n", d.platforms[i].substr(0, 40), p.records,
                      p.programs, p.tasks, p.errors, p.bad_costs, p.truncated);
   }
-  s += "errors: error_no != 0 (kept out); bad cost: error_no 0 but a cost <= 0, non-finite or >= 1e9;\n"
+  s += "errors: error_no != 0 (kept out); bad cost: error_no 0 but a cost below 1e-9 s (kMinPlausibleCost),\n"
+       "non-finite or >= 1e9 (kept out);\n"
        "truncated: programs longer than --max-steps (first steps kept)\n\n";
   s += d.read_stats.report();
   return s;
+}
+
+void note_left_out(const std::vector<std::string>& left_out) {
+  if (left_out.empty()) return;
+  std::fprintf(stderr, "note: %zu record files or directories left out (each file is read once, by its real path):\n",
+               left_out.size());
+  for (const auto& e : left_out) std::fprintf(stderr, "  %s\n", e.c_str());
 }
 
 std::string info_json(const DataSummary& d) {
@@ -109,7 +126,8 @@ std::string info_json(const DataSummary& d) {
                             {"records", r.records},
                             {"skipped_lines", r.skipped},
                             {"skipped_by_reason", r.skipped_by_reason},
-                            {"skipped_examples", r.examples}};
+                            {"skipped_examples", r.examples},
+                            {"left_out", r.left_out}};
   return dump_json(j);
 }
 
@@ -159,5 +177,133 @@ void ensure_output_dir(const std::string& dir) {
     throw Error("--out '" + dir + "' cannot be used as an output directory" + (ec ? ": " + ec.message() : ""));
   }
 }
+
+void claim_output_dir(const std::string& dir, const std::string& command) {
+  ensure_output_dir(dir);
+  const std::string lock = (std::filesystem::path(dir) / ".lock").string();
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw Error(fmt::format("--out '{}': cannot create the lock file {} ({}); check the directory's permissions",
+                            dir, lock, std::strerror(errno)));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    std::string holder(256, '\0');
+    const ssize_t n = ::pread(fd, holder.data(), holder.size(), 0);
+    holder.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0')) holder.pop_back();
+    ::close(fd);
+    if (e == EWOULDBLOCK) {
+      throw Error(fmt::format("--out '{}' is in use by another tclm run{}; wait for it to finish or choose another "
+                              "--out", dir, holder.empty() ? "" : " (" + holder + ")"));
+    }
+    throw Error(fmt::format("--out '{}': cannot lock {} ({})", dir, lock, std::strerror(e)));
+  }
+  // Who holds it, for the message of a second run. The descriptor stays open: the lock lasts until exit.
+  const std::string who = fmt::format("pid {}, tclm {}\n", ::getpid(), command);
+  if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, who.data(), who.size(), 0) < 0) {
+    // only the message of a second run would lack the holder
+  }
+}
+
+namespace {
+/// A path that can be the same file as another: it exists and is a regular file or a directory.
+bool comparable(const std::string& path) {
+  if (path.empty() || path == "-") return false;
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  return !ec && (std::filesystem::is_regular_file(st) || std::filesystem::is_directory(st));
+}
+}  // namespace
+
+void check_outputs(const std::vector<PathOption>& inputs, const std::vector<PathOption>& outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const PathOption& out = outputs[i];
+    if (!comparable(out.path)) continue;
+    auto same = [&](const PathOption& other) {
+      std::error_code ec;
+      return comparable(other.path) && std::filesystem::equivalent(out.path, other.path, ec) && !ec;
+    };
+    for (const PathOption& in : inputs) {
+      if (same(in)) {
+        throw Error(fmt::format("{} '{}' is the same file as the input {} '{}'; writing it would destroy the input: "
+                                "choose another {}", out.option, out.path, in.option, in.path, out.option));
+      }
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (same(outputs[j])) {
+        throw Error(fmt::format("{} '{}' and {} '{}' are the same file; one output would replace the other: give "
+                                "them different paths", outputs[j].option, outputs[j].path, out.option, out.path));
+      }
+    }
+  }
+}
+
+std::vector<PathOption> data_inputs(const std::vector<std::string>& sources) {
+  std::vector<PathOption> out;
+  std::vector<std::string> paths;
+  for (const auto& s : sources) {
+    paths.push_back(DataSource::parse(s).path);
+    out.push_back(PathOption{"--data", paths.back()});
+  }
+  std::error_code ec;
+  // The files below a directory too (an output inside it would be read as records next time, and
+  // replaced this time): listing them is cheap next to reading them.
+  if (std::none_of(paths.begin(), paths.end(), [&](const auto& p) { return std::filesystem::exists(p, ec); })) return out;
+  try {
+    for (auto& [source, f] : collect_record_files(paths).files) out.push_back(PathOption{"--data", std::move(f)});
+  } catch (const Error&) {
+    // a missing or unreadable source: loading the data reports it
+  }
+  return out;
+}
+
+namespace {
+
+// Every float option: strtod accepts "nan", "inf" and "1e999" (= inf) and CLI11's range checks
+// compare with < and >, which NaN passes; this validator refuses them all.
+const CLI::Validator kFinite(
+    [](std::string& v) {
+      const char* s = v.c_str();
+      char* end = nullptr;
+      errno = 0;
+      const double x = std::strtod(s, &end);
+      if (end == s || *end != '\0') return std::string();  // not a number: CLI11's conversion says so
+      if (!std::isfinite(x) || (errno == ERANGE && std::fabs(x) > 1)) {
+        return "must be a finite number (got '" + v + "')";
+      }
+      return std::string();
+    },
+    "", "FINITE");
+
+CLI::Validator threads_cap() {
+  return CLI::Validator(
+      [](std::string& v) {
+        char* end = nullptr;
+        const long n = std::strtol(v.c_str(), &end, 10);
+        if (end == v.c_str() || *end != '\0') return std::string();
+        const long cores = std::max(1u, std::thread::hardware_concurrency());
+        const long cap = kThreadsPerCore * cores;
+        if (n > cap) {
+          std::fprintf(stderr, "note: --threads %ld is more than %d x the %ld cores of this machine; using %ld\n", n,
+                       kThreadsPerCore, cores, cap);
+          v = std::to_string(cap);
+        }
+        return std::string();
+      },
+      "", "THREADS_CAP");
+}
+
+void harden(CLI::App* app) {
+  for (CLI::Option* opt : app->get_options()) {
+    if (opt->get_type_name().rfind("FLOAT", 0) == 0) opt->check(kFinite);
+    if (opt->check_lname("threads")) opt->transform(threads_cap());
+  }
+  for (CLI::App* sub : app->get_subcommands({})) harden(sub);
+}
+
+}  // namespace
+
+void harden_options(CLI::App& app) { harden(&app); }
 
 }  // namespace tclm::cli

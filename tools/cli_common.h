@@ -43,6 +43,9 @@ CLI::Option* add_enum_option(CLI::App* cmd, const std::string& flags, E* target,
 /// --select: which validation figure picks the kept epoch (TrainOptions::select, tclm/selection.h).
 void add_select_option(CLI::App* cmd, SelectRule* select);
 
+/// "note: N record files or directories left out ..." and one line each on stderr; nothing when none.
+void note_left_out(const std::vector<std::string>& left_out);
+
 // Options shared by the commands that read a dataset.
 struct DataOptions {
   std::vector<std::string> sources;
@@ -109,7 +112,12 @@ struct DataOptions {
     lo.progress = progress;
     return lo;
   }
-  Dataset load(bool progress) const { return Dataset::load(resolve(), load_options(progress)); }
+  /// `note`: list the record files left out (read already) on stderr (note_left_out).
+  Dataset load(bool progress, bool note = true) const {
+    Dataset d = Dataset::load(resolve(), load_options(progress));
+    if (note) note_left_out(d.read_stats().left_out);
+    return d;
+  }
   /// The counts only, streaming (memory bounded by the number of tasks): tclm info.
   DataSummary summarize(bool progress) const { return summarize_sources(resolve(), load_options(progress)); }
 
@@ -155,6 +163,30 @@ std::vector<std::string> split_list(const std::string& s);
 
 /// Creates `dir` (and parents) for a command's --out; throws tclm::Error naming --out if it cannot.
 void ensure_output_dir(const std::string& dir);
+/// ensure_output_dir, then an exclusive lock on `dir`/.lock (flock, held until the process exits):
+/// a second run into the same directory is refused (tclm::Error naming the directory and the run that
+/// holds it) instead of both writing there and the last one winning.
+void claim_output_dir(const std::string& dir, const std::string& command);
+
+/// A path given to an option: what check_outputs compares.
+struct PathOption {
+  std::string option;  // "--out", "-i", ...
+  std::string path;
+};
+/// Refuses (tclm::Error, before any work) an output that is the same file or directory as one of the
+/// command's inputs or as another output, after resolving links (std::filesystem::equivalent: symbolic
+/// links, hard links, "./x" and "x"). "-" (standard output), paths that do not exist yet and character
+/// devices or FIFOs (/dev/null, a pipe) are never the same as anything.
+void check_outputs(const std::vector<PathOption>& inputs, const std::vector<PathOption>& outputs);
+/// The input paths of -d sources (PLATFORM= removed), as PathOption{"--data", path}.
+std::vector<PathOption> data_inputs(const std::vector<std::string>& sources);
+
+/// The largest --threads used: more threads than this many times the cores only add switching.
+constexpr int kThreadsPerCore = 4;
+/// What every command's options get, in one place, after the commands are registered: every float
+/// option refuses NaN and infinities (exit 2), and every --threads above kThreadsPerCore x the cores
+/// is lowered to that with a note on stderr.
+void harden_options(CLI::App& app);
 
 /// A subcommand: registered on the app by an add_* function; `run` is called when it was parsed.
 struct Command {

@@ -279,8 +279,10 @@ struct StudyOptions {
                        data.valid_fraction, data.tuning_split ? ":tuning" : "", train.epochs, train.patience, train.min_steps, to_string(train.select));
   }
 
-  Dataset load_and_split(Split* s) {
-    ensure_output_dir(out);
+  Dataset load_and_split(Split* s, const std::string& command, std::vector<PathOption> inputs = {}) {
+    for (const PathOption& p : data_inputs(data.sources)) inputs.push_back(p);
+    check_outputs(inputs, {{"--out", out}});
+    claim_output_dir(out, command);
     train.progress = !quiet;
     Dataset d = data.load(!quiet && isatty(fileno(stderr)));
     *s = make_split(d, data.split_options());
@@ -314,7 +316,7 @@ Command add_compare_command(CLI::App& app) {
                      }
                    }
                    Split s;
-                   Dataset d = o->load_and_split(&s);
+                   Dataset d = o->load_and_split(&s, "compare");
                    std::vector<Run> runs;
                    for (int seed = o->first_seed; seed < o->first_seed + o->seeds; ++seed) {
                      for (const auto& k : kinds) {
@@ -464,7 +466,7 @@ Command add_sweep_command(CLI::App& app) {
                      c.validate("sweep configuration " + config_label(c));
                    }
                    Split s;
-                   Dataset d = o->load_and_split(&s);
+                   Dataset d = o->load_and_split(&s, "sweep", {{"--grid", *grid}});
                    std::map<std::pair<std::string, int>, Run> done;  // one training per distinct config and seed
                    std::string csv = "parameter,value,d_model,n_layers,d_state,d_conv,expand,is_base," +
                                      csv_header() + "\n";

@@ -71,6 +71,9 @@ int run_eval(EvalOptions o, const CLI::App& cmd) {
   WeightsFile w = load_model_option(o.model, cmd);
   ModelScorer scorer(w, o.model, o.backend, o.threads);
   if (cmd.count("--data") == 0) use_training_data(w, o.model, &o.data);
+  std::vector<PathOption> inputs = data_inputs(o.data.sources);
+  inputs.push_back({"--model", o.model});
+  check_outputs(inputs, {{"--json", o.json}, {"--per-task", o.per_task}});
   const std::string used = apply_model_split(w.metadata_json, cmd, &o.data);
   if (!used.empty()) std::fprintf(stderr, "using the model's split (%s); options given here override it\n", used.c_str());
   Dataset d = o.data.load(isatty(fileno(stderr)));
@@ -83,8 +86,8 @@ int run_eval(EvalOptions o, const CLI::App& cmd) {
                                    &per_task);
 
   std::cout << format_reports(reports);
-  if (!o.per_task.empty()) write_file_atomic(o.per_task, per_task_csv(per_task));
-  if (!o.json.empty()) write_file_atomic(o.json, reports_json(reports));
+  if (!o.per_task.empty()) write_output(o.per_task, per_task_csv(per_task));
+  if (!o.json.empty()) write_output(o.json, reports_json(reports));
   return 0;
 }
 
@@ -103,8 +106,8 @@ Command add_eval_command(CLI::App& app) {
       TCLM_DEFAULT_DATA "/*)");
   cmd->add_option("-m,--model", o->model, "Weights file (.tclm)");
   cmd->add_flag("--all-tasks", o->all_tasks, "Evaluate on every task, not only the split's test tasks");
-  cmd->add_option("--json", o->json, "Write the report as JSON to this file");
-  cmd->add_option("--per-task", o->per_task, "Write per-task results (top-1, top-5, random) as CSV to this file");
+  cmd->add_option("--json", o->json, "Write the report as JSON to this file ('-' = stdout)");
+  cmd->add_option("--per-task", o->per_task, "Write per-task results (top-1, top-5, random) as CSV to this file ('-' = stdout)");
   cmd->add_option("--threads", o->threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
   add_backend_option(cmd, &o->backend);
   return Command{cmd, [o, cmd]() { return run_eval(*o, *cmd); }};

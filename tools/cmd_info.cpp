@@ -18,13 +18,14 @@ Command add_info_command(CLI::App& app) {
   o->data.add_to(cmd, false);
   cmd->add_option("--json", o->json_path, "Also write the statistics as JSON to this file ('-' = stdout only JSON)");
   return Command{cmd, [o]() {
+                   check_outputs(data_inputs(o->data.sources), {{"--json", o->json_path}});
                    const DataSummary d = o->data.summarize(isatty(fileno(stderr)));  // streaming: memory O(tasks)
                    if (o->json_path == "-") {
                      std::cout << info_json(d);
                      return 0;
                    }
                    std::cout << info_text(d);
-                   if (!o->json_path.empty()) write_file_atomic(o->json_path, info_json(d));
+                   if (!o->json_path.empty()) write_output(o->json_path, info_json(d));
                    return 0;
                  }};
 }

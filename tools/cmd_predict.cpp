@@ -121,6 +121,7 @@ std::string predictions_json(const Candidates& c, const std::vector<float>& scor
 }
 
 int run_predict(PredictOptions o, const CLI::App& cmd) {
+  check_outputs({{"--model", o.model}, {"--input", o.input}}, {{"--output", o.output}});
   set_threads(o.threads);
   WeightsFile w = load_model_option(o.model, cmd);
   ModelScorer scorer(w, o.model, o.backend, o.threads);
@@ -147,11 +148,7 @@ int run_predict(PredictOptions o, const CLI::App& cmd) {
   if (o.rank) rank = ranks_within_tasks(c, scores);
   const std::vector<int64_t>* r = o.rank ? &rank : nullptr;
   const std::string out = format == "csv" ? predictions_csv(c, scores, r) : predictions_json(c, scores, r);
-  if (o.output == "-") {
-    std::cout << out;
-  } else {
-    write_file_atomic(o.output, out);
-  }
+  write_output(o.output, out);
   const auto unmeasured = std::count_if(c.records.begin(), c.records.end(), [](const auto& r) { return !r.measured; });
   std::fprintf(stderr, "scored %zu records%s; %lld malformed lines skipped\n", c.records.size(),
                unmeasured > 0 ? fmt::format(" ({} never measured)", unmeasured).c_str() : "",

@@ -80,8 +80,8 @@ Command add_sample_command(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("-i,--input", o->inputs, "Pool: Ansor record files or directories (repeatable)")->required();
-  cmd->add_option("-o,--output", o->output, "Picked records, one JSON line each (the programs to measure)")->required();
-  cmd->add_option("--csv", o->csv, "Also write file,line,workload_key of every pick as CSV");
+  cmd->add_option("-o,--output", o->output, "Picked records, one JSON line each (the programs to measure; '-' = stdout)")->required();
+  cmd->add_option("--csv", o->csv, "Also write file,line,workload_key of every pick as CSV ('-' = stdout)");
   cmd->add_option("--fraction", o->fraction, "Fraction of every task to pick (at least --min-per-task)")
       ->check(CLI::Range(1e-6, 1.0));
   cmd->add_option("--method", o->method, "rdu, random, kcenter (core-set); uncertainty and balto need 'study-sampling'")
@@ -90,6 +90,10 @@ Command add_sample_command(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
   add_sampler_options(cmd, &o->a, false);
   return Command{cmd, [o]() {
+                   std::vector<PathOption> inputs;
+                   for (const auto& in : o->inputs) inputs.push_back({"--input", in});
+                   for (const auto& in : collect_record_files(o->inputs).files) inputs.push_back({"--input", in.second});
+                   check_outputs(inputs, {{"--output", o->output}, {"--csv", o->csv}});
                    struct Candidate {
                      MeasureRecord record;
                      std::string file;
@@ -97,8 +101,11 @@ Command add_sample_command(CLI::App& app) {
                    };
                    std::vector<Candidate> cands;
                    ReadStats stats;
-                   for (const auto& in : o->inputs) {
-                     for (const auto& f : list_record_files(in)) {
+                   RecordFiles listed = collect_record_files(o->inputs);  // each file once
+                   note_left_out(listed.left_out);
+                   for (const auto& in : listed.files) {
+                     {
+                       const std::string& f = in.second;
                        read_record_file(f, [&](const MeasureRecord& r, const RecordOrigin& origin) {
                          // The picks are written back as Ansor record lines; a trace cannot be (its
                          // workload lives in the database's table). Say what to use instead.
@@ -152,9 +159,9 @@ Command add_sample_command(CLI::App& app) {
                        ++n;
                      }
                    }
-                   write_file_atomic(o->output, lines);
-                   if (!o->csv.empty()) write_file_atomic(o->csv, csv);
-                   std::printf("picked %zu of %zu programs in %zu tasks (%s, fraction %.3g) in %.2f s -> %s\n", n,
+                   write_output(o->output, lines);
+                   if (!o->csv.empty()) write_output(o->csv, csv);
+                   std::fprintf(o->output == "-" || o->csv == "-" ? stderr : stdout, "picked %zu of %zu programs in %zu tasks (%s, fraction %.3g) in %.2f s -> %s\n", n,
                                cands.size(), groups.size(), o->method.c_str(), o->fraction, secs, o->output.c_str());
                    return 0;
                  }};
@@ -228,7 +235,8 @@ Command add_study_sampling_command(CLI::App& app) {
     for (const std::string& line : study::split_lines(cmd->config_to_str(true, false))) {
       if (!line.empty() && !kRunLists.count(line.substr(0, line.find('=')))) so.options_text += line + "\n";
     }
-    ensure_output_dir(o->out);
+    check_outputs(data_inputs(o->data.sources), {{"--out", o->out}});
+    claim_output_dir(o->out, "study-sampling");
     Dataset d = o->data.load(!o->quiet && isatty(fileno(stderr)));
     const Split split = make_split(d, o->data.split_options());
     print_split(d, split);

@@ -102,17 +102,25 @@ nlohmann::json train_metadata(const DataOptions& data) {
 
 int run_train(TrainCommandOptions o) {
   TrainOptions& to = o.train;
+  // The files written into --out, each refused when it is an input (e.g. --init OUT/best.tclm).
+  std::vector<PathOption> inputs = data_inputs(o.data.sources), outputs = {{"--out", o.out}};
+  if (!o.init.empty()) inputs.push_back({"--init", o.init});
+  for (const char* f : {"best.tclm", "checkpoint.tclm", "train_log.json", "report.json", "test_tasks.csv"}) {
+    if (to.resume && std::string(f) == "checkpoint.tclm") continue;  // --resume reads it back on purpose
+    outputs.push_back({"--out", (std::filesystem::path(o.out) / f).string()});
+  }
+  check_outputs(inputs, outputs);
   if (!o.init.empty()) apply_init(o.init, &to);
   to.progress = !o.quiet;
   to.out_dir = o.out;
   to.checkpoint_seconds = o.checkpoint_minutes * 60.0;
-  ensure_output_dir(o.out);
+  claim_output_dir(o.out, "train");
   std::error_code fs_ec;
   if (!to.resume && std::filesystem::exists(std::filesystem::path(o.out) / "checkpoint.tclm", fs_ec) && to.progress) {
     std::fprintf(stderr, "note: %s/checkpoint.tclm exists and will be replaced; --resume continues it instead\n",
                  o.out.c_str());
   }
-  Dataset d = o.data.load(to.progress && isatty(fileno(stderr)));
+  Dataset d = o.data.load(to.progress && isatty(fileno(stderr)), false);  // info_text lists what was left out
   std::cerr << info_text(d) << "\n";
   Split s = make_split(d, o.data.split_options());
   print_split(d, s);
@@ -159,12 +167,13 @@ Command add_export_command(CLI::App& app) {
   auto in = std::make_shared<std::string>(), out = std::make_shared<std::string>();
   cmd->add_option("-c,--checkpoint", *in, "Checkpoint or weights file (.tclm), e.g. out/model/checkpoint.tclm")
       ->required();
-  cmd->add_option("-o,--out", *out, "Output weights file")->required();
+  cmd->add_option("-o,--out", *out, "Output weights file ('-' = stdout)")->required();
   return Command{cmd, [in, out]() {
+                   check_outputs({{"--checkpoint", *in}}, {{"--out", *out}});
                    WeightsFile w = without_training_state(load_weights(*in));  // a checkpoint's optimizer state etc. go
                    CostModelEngine engine(w, *in);  // the deployable path must accept it
-                   save_weights(w, *out);
-                   std::printf("%s: %s model, feature encoding v%u, %lld parameters (%.3f MB) -> %s\n", in->c_str(),
+                   write_output(*out, serialize_weights(w));
+                   std::fprintf(*out == "-" ? stderr : stdout, "%s: %s model, feature encoding v%u, %lld parameters (%.3f MB) -> %s\n", in->c_str(),
                                w.model_kind.c_str(), w.feature_version, static_cast<long long>(w.num_parameters()),
                                w.num_parameters() * 4.0 / 1e6, out->c_str());
                    return 0;

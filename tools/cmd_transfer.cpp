@@ -103,7 +103,8 @@ Command add_transfer_command(CLI::App& app) {
     so.first_seed = o->first_seed;
     so.out = o->out;
     so.progress = !o->quiet;
-    ensure_output_dir(o->out);
+    check_outputs(data_inputs(o->data.sources), {{"--out", o->out}});
+    claim_output_dir(o->out, "transfer");
     Dataset d = o->data.load(so.progress && isatty(fileno(stderr)));
     set_threads(o->train.threads);
     const Split split = make_split(d, o->data.split_options());

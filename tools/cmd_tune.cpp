@@ -32,7 +32,7 @@ std::string lookup_help(bool ansor) {
   return std::string("Python lookup: (1) $TCLM_PYTHON if set; (2) for a tclm built from a checkout, the checkout's "
                      ".venv-tvm") +
          (ansor ? " (.venv-ansor with --scheduler ansor)" : "") +
-         " if it exists and can import tclm; (3) python3 on PATH if it can import tclm.";
+         " if it exists and can import the command's module; (3) python3 on PATH if it can.";
 }
 
 /// Whether the arguments ask for Ansor (`--scheduler ansor` or `--scheduler=ansor`), which lives in
@@ -54,9 +54,11 @@ bool wants_help(const std::vector<std::string>& args) {
 
 const char* const kCannotRun = "cannot run it: ";
 
-/// Runs `python -c "import tclm"` with stdout discarded; "" when it works, else why not (the last line
-/// of its stderr, or the exec/exit failure).
-std::string import_tclm_fails(const std::string& python) {
+/// Runs `python -c "import <module>"` with stdout discarded; "" when it works, else why not (the last
+/// line of its stderr, or the exec/exit failure). The command's own module, not only the package: a
+/// Python whose tclm imports but whose tclm.collect cannot (no TVM, numpy, an older tclm) would
+/// otherwise end `--help` in a traceback.
+std::string import_fails(const std::string& python, const std::string& module) {
   int pipefd[2];
   if (pipe(pipefd) != 0) return std::string("pipe: ") + std::strerror(errno);
   std::fflush(stdout);
@@ -76,7 +78,8 @@ std::string import_tclm_fails(const std::string& python) {
     dup2(pipefd[1], STDERR_FILENO);
     close(pipefd[0]);
     close(pipefd[1]);
-    execlp(python.c_str(), python.c_str(), "-c", "import tclm", static_cast<char*>(nullptr));
+    const std::string code = "import " + module;
+    execlp(python.c_str(), python.c_str(), "-c", code.c_str(), static_cast<char*>(nullptr));
     std::fprintf(stderr, "%s%s\n", kCannotRun, std::strerror(errno));
     _exit(127);
   }
@@ -101,7 +104,7 @@ std::string import_tclm_fails(const std::string& python) {
   if (const auto nl = err.rfind('\n'); nl != std::string::npos) err.erase(0, nl + 1);
   if (err.starts_with(kCannotRun)) return err;
   if (err.empty()) err = WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status)) : "killed by a signal";
-  return "cannot import tclm: " + err;
+  return "cannot import " + module + ": " + err;
 }
 
 /// The Python found, how it was found, and what was tried before.
@@ -111,10 +114,10 @@ struct PythonChoice {
   std::vector<std::string> tried;
 };
 
-PythonChoice find_python(bool ansor) {
+PythonChoice find_python(bool ansor, const std::string& module) {
   PythonChoice c;
   if (const char* env = std::getenv("TCLM_PYTHON"); env != nullptr && *env != '\0') {
-    if (const std::string why = import_tclm_fails(env); !why.empty()) {
+    if (const std::string why = import_fails(env, module); !why.empty()) {
       throw Error(std::string("TCLM_PYTHON=") + env + ": " + why +
                   " (set TCLM_PYTHON to a Python with TVM and the tclm package, e.g. .venv-tvm/bin/python from "
                   "scripts/setup-python.sh or .venv-ansor/bin/python from scripts/setup-ansor.sh, or unset it)");
@@ -130,7 +133,7 @@ PythonChoice find_python(bool ansor) {
     std::error_code ec;
     if (!std::filesystem::exists(venv, ec)) {
       c.tried.push_back(venv.string() + " (missing)");
-    } else if (const std::string why = import_tclm_fails(venv.string()); !why.empty()) {
+    } else if (const std::string why = import_fails(venv.string(), module); !why.empty()) {
       c.tried.push_back(venv.string() + " (" + why + ")");
     } else {
       c.python = venv.string();
@@ -139,7 +142,7 @@ PythonChoice find_python(bool ansor) {
     }
   }
 #endif
-  if (const std::string why = import_tclm_fails("python3"); !why.empty()) {
+  if (const std::string why = import_fails("python3", module); !why.empty()) {
     c.tried.push_back("python3 on PATH (" + why + ")");
   } else {
     c.python = "python3";
@@ -179,7 +182,7 @@ Command add_python_command(CLI::App& app, const std::string& name, const std::st
                    }
                    PythonChoice choice;
                    try {
-                     choice = find_python(use_ansor);
+                     choice = find_python(use_ansor, module);
                    } catch (const Error& e) {
                      if (!help) throw;
                      std::printf("\n%s\n", e.what());

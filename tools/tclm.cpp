@@ -15,7 +15,10 @@
 // command line (unknown command or option, a value out of range); 3 an internal error (a bug).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <iostream>
 #include <new>
 #include <string>
 #include <torch/torch.h>
@@ -66,6 +69,18 @@ int run_parsed(const std::vector<Command>& commands) {
     return kExitInternal;
   }
 }
+/// What was printed must have reached standard output: a full disk or a closed pipe is an error, not
+/// exit 0 (with SIGPIPE ignored, a closed pipe shows here as EPIPE).
+int finish_stdout(int rc) {
+  errno = 0;
+  std::cout.flush();
+  if ((std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout) && rc == kExitOk) {
+    const int e = errno != 0 ? errno : EIO;
+    std::fprintf(stderr, "tclm: error: cannot write to standard output: %s\n", std::strerror(e));
+    return rc == kExitOk ? kExitError : rc;
+  }
+  return rc;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,6 +103,7 @@ int main(int argc, char** argv) {
       add_predict_command(app), add_export_command(app),         add_compare_command(app),
       add_sweep_command(app),   add_sample_command(app),         add_study_sampling_command(app),
       add_transfer_command(app), add_tune_bench_command(app),    add_collect_command(app)};
+  harden_options(app);  // every float option finite, --threads capped (cli_common.h)
 
   try {
     app.parse(argc, argv);
@@ -101,8 +117,9 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
     const int rc = app.exit(e);  // prints the help, the version or the usage error
-    return rc == 0 ? kExitOk : kExitUsage;
+    return finish_stdout(rc == 0 ? kExitOk : kExitUsage);
   }
 
-  return run_parsed(commands);
+  const int rc = run_parsed(commands);
+  return finish_stdout(rc);
 }

@@ -36,7 +36,7 @@ struct PlatformStats {
   int64_t records = 0;        // well-formed records read
   int64_t programs = 0;       // valid programs kept
   int64_t errors = 0;         // error_no != 0
-  int64_t bad_costs = 0;      // error_no == 0 but a cost <= 0, non-finite or >= 1e9
+  int64_t bad_costs = 0;      // error_no == 0 but a cost below 1e-9 s, non-finite or >= 1e9 (MeasureRecord::valid)
   int64_t truncated = 0;      // programs longer than max_steps (cut when featurized)
   std::map<int, int64_t> errors_by_code;
   int64_t tasks = 0;

@@ -128,6 +128,13 @@ enum class MeasureError : int {
 };
 
 /// One measured program: the task it belongs to, its transform steps and its measured costs.
+/// The smallest cost (seconds) taken as a measurement: no program runs in under a nanosecond (a
+/// kernel launch alone takes microseconds), so a smaller cost (0, 1e-40) is a broken measurement, and
+/// kept as valid it would become its task's best program.
+constexpr double kMinPlausibleCost = 1e-9;
+/// Costs from here up are failure markers (Ansor writes 1e10, MetaSchedule 1e9 for a failed run).
+constexpr double kMaxPlausibleCost = 1e9;
+
 struct MeasureRecord {
   std::string workload_key;           // i[0][0], verbatim (a JSON string holding a list)
   std::string target;                 // i[0][1], verbatim target string
@@ -145,7 +152,8 @@ struct MeasureRecord {
   void clear_all_but_steps();
   /// Mean of `costs` in seconds (the TenSet/TLP program cost); +inf when there is none.
   double mean_cost() const;
-  /// True when the record measured successfully: error_no == 0 and all costs finite and > 0.
+  /// True when the record measured successfully: error_no == 0 and every cost finite, at least
+  /// kMinPlausibleCost and below kMaxPlausibleCost. Other records are "bad costs" (tclm info).
   bool valid() const;
 };
 
@@ -165,6 +173,9 @@ struct ReadStats {
   int64_t workload_tables = 0;  // MetaSchedule database_workload.json files (read as lookup tables)
   std::map<std::string, int64_t> skipped_by_reason;
   std::vector<std::string> examples;  // "file:line: reason", at most `max_examples`
+  /// Files and directories not read because they were reached before (collect_record_files): the
+  /// same file given twice or through a link, a link back to a directory above it (a cycle).
+  std::vector<std::string> left_out;
   size_t max_examples = 20;
 
   void skip(const std::string& file, int64_t line, const std::string& reason);
@@ -215,9 +226,19 @@ void read_record_file(const std::string& path,
                       const std::function<void(const MeasureRecord&, const RecordOrigin&)>& fn,
                       ReadStats* stats, const RecordReadOptions& options = {});
 
-/// Lists record files under `path`: the file itself, or every regular file below a directory
-/// (sorted, so that the order is deterministic), skipping names that end in .md/.txt/.tsv/.py.
-/// Throws tclm::Error when `path` does not exist.
+/// The record files of several paths (files or directory trees), each file once by its real path.
+struct RecordFiles {
+  std::vector<std::pair<size_t, std::string>> files;  // (index into the paths, file), each path's sorted
+  std::vector<std::string> left_out;  // one line per file or directory left out, and why
+};
+/// Lists the record files of `paths`: a file itself, or every regular file below a directory (sorted
+/// per path, so that the order is deterministic), skipping names that start with '.' or end in
+/// .md/.txt/.tsv/.py. Links are followed, but every file is listed once by its canonical path (the
+/// same file given twice, a directory and a link to it, a hard link) and every directory is walked
+/// once (a link to a directory above it, a cycle, is not followed); what was left out is listed with
+/// the reason. Throws tclm::Error when a path does not exist or a directory cannot be listed.
+RecordFiles collect_record_files(const std::vector<std::string>& paths);
+/// collect_record_files of one path, the files only.
 std::vector<std::string> list_record_files(const std::string& path);
 
 /// Writes one record in the v0.6 line format (used by tests and `tclm` tools that emit records); a

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -64,7 +65,18 @@ def trained_max_steps(engine: Engine) -> Optional[int]:
 
 def write_atomic(path: str, data: bytes) -> None:
     """Writes `data` to `path` through a temporary file in the same directory and a rename, so that
-    `path` is either the old file or the whole new one."""
+    `path` is either the old file or the whole new one. A symbolic link is followed (its target is
+    replaced, the link stays); a character device or a FIFO is written in place, never replaced."""
+    if os.path.islink(path):
+        path = os.path.realpath(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+        with open(path, "wb") as f:
+            f.write(data)
+        return
     tmp = f"{path}.tmp{os.getpid()}"
     try:
         with open(tmp, "wb") as f:

@@ -29,6 +29,7 @@ from typing import Optional
 import numpy as np
 
 from . import featurize, pool_features, select_samples
+from ._cli import claim_output_dir, finite_float
 from .tune_bench import WORKLOADS, llvm_target, make_workload
 
 _NO_TVM: Optional[ImportError] = None
@@ -156,11 +157,11 @@ def main(argv=None):
     p.add_argument("--workloads", default="matmul-128", help="comma-separated: " + ", ".join(WORKLOADS))
     p.add_argument("--target", default="llvm", choices=["llvm"], help="this machine's CPU (the only target so far)")
     p.add_argument("--pool", type=int, default=1000, help="candidates sampled per workload")
-    p.add_argument("--budget", type=float, default=0.1, help="fraction of the pool to measure, in (0, 1]")
+    p.add_argument("--budget", type=finite_float, default=0.1, help="fraction of the pool to measure, in (0, 1]")
     p.add_argument("--method", default="rdu", help="rdu, random, kcenter (tclm.select_samples)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1)
-    p.add_argument("--timeout", type=float, default=30.0, help="build and run timeout per candidate, seconds")
+    p.add_argument("--timeout", type=finite_float, default=30.0, help="build and run timeout per candidate, seconds")
     p.add_argument("--batch", type=int, default=16, help="candidates measured per batch (the database grows per batch)")
     p.add_argument("--mcpu", default="native", help="LLVM CPU: 'native' (this machine's, the default), or a name "
                    "such as 'generic' or 'skylake-avx512'")
@@ -174,7 +175,7 @@ def main(argv=None):
     for w in workloads:
         if w not in WORKLOADS:
             p.error(f"--workloads: unknown workload '{w}' ({', '.join(WORKLOADS)})")
-    os.makedirs(a.out, exist_ok=True)
+    claim_output_dir(a.out, "collect")
     report = []
     for w in workloads:
         report.append(collect_workload(w, a.out, a.pool, a.budget, a.method, a.seed, a.cores, a.timeout, a.batch,

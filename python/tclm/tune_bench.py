@@ -33,6 +33,8 @@ import statistics
 import sys
 import time
 
+from ._cli import claim_output_dir
+
 WORKLOADS = {
     # name: (te_workload function, arguments)
     "matmul-512": ("matmul", (512, 512, 512)),
@@ -299,6 +301,7 @@ def main(argv=None):
     # The runner's thread pool: TVM's default is half the logical CPUs (1 on a 2-vCPU machine), which
     # would run kernels built for --cores on fewer threads. The builder/runner workers inherit it.
     os.environ.setdefault("TVM_NUM_THREADS", str(a.cores))
+    claim_output_dir(a.out, "tune-bench")
     os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
     # One scheduler per --out: the run files are named by workload, model and seed only.
     marker = os.path.join(a.out, "scheduler.txt")

@@ -66,8 +66,14 @@ class ByteReader {
   const char* end_;
 };
 
-/// Writes `bytes` to `path` atomically (temporary file, fsync, rename). Throws tclm::Error.
+/// Writes `bytes` to `path` atomically (temporary file, fsync, rename) when `path` is a regular file or
+/// does not exist; a symbolic link is followed (its target is replaced atomically, the link stays);
+/// a character device or a FIFO (/dev/null, /dev/stdout, a named pipe) is written in place, never
+/// replaced. A failed or short write throws tclm::Error naming `path`.
 void write_file_atomic(const std::string& path, const std::string& bytes);
+/// write_file_atomic, except that "-" is standard output (every byte written, or tclm::Error: a full
+/// disk, a closed pipe).
+void write_output(const std::string& path, const std::string& bytes);
 /// Reads a whole file; throws tclm::Error naming the file.
 std::string read_file(const std::string& path);
 /// `s` with '"', '\\' and control characters escaped for a JSON string.

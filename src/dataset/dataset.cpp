@@ -265,11 +265,13 @@ ReadStats read_sources(const std::vector<DataSource>& sources, const LoadOptions
                        const std::function<void(const DataSource&, const std::string&)>& on_file,
                        const std::function<void(const MeasureRecord&, const RecordOrigin&)>& on_record) {
   if (options.max_steps < 1) throw Error(fmt::format("--max-steps must be >= 1 (got {})", options.max_steps));
+  std::vector<std::string> paths;
+  for (const auto& src : sources) paths.push_back(src.path);
+  RecordFiles listed = collect_record_files(paths);  // each file once, by its real path
   std::vector<std::pair<const DataSource*, std::string>> files;
-  for (const auto& src : sources) {
-    for (auto& f : list_record_files(src.path)) files.emplace_back(&src, std::move(f));
-  }
+  for (auto& [source, f] : listed.files) files.emplace_back(&sources[source], std::move(f));
   ReadStats total;
+  total.left_out = std::move(listed.left_out);
   auto t0 = std::chrono::steady_clock::now();
   for (size_t i = 0; i < files.size(); ++i) {
     const std::string& file = files[i].second;

@@ -3,6 +3,10 @@
 // The parser walks each document once, in order, with error codes (no exceptions), so that a
 // malformed line costs one failed parse and a reason string, never an abort.
 #include <algorithm>
+#include <deque>
+#include <map>
+#include <set>
+#include <tuple>
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
@@ -177,7 +181,8 @@ double MeasureRecord::mean_cost() const {
 bool MeasureRecord::valid() const {
   if (error_no != 0 || costs.empty()) return false;
   for (double c : costs) {
-    if (!std::isfinite(c) || c <= 0 || c >= 1e9) return false;  // 1e10 marks a failure in Ansor
+    // !(c >= floor) is also true for NaN.
+    if (!(c >= kMinPlausibleCost) || !std::isfinite(c) || c >= kMaxPlausibleCost) return false;
   }
   return true;
 }
@@ -396,6 +401,7 @@ void ReadStats::merge(const ReadStats& o) {
   records += o.records;
   skipped += o.skipped;
   workload_tables += o.workload_tables;
+  left_out.insert(left_out.end(), o.left_out.begin(), o.left_out.end());
   for (const auto& [k, v] : o.skipped_by_reason) skipped_by_reason[k] += v;
   for (const auto& e : o.examples) {
     if (examples.size() < max_examples) examples.push_back(e);
@@ -412,6 +418,11 @@ std::string ReadStats::report() const {
   if (!examples.empty()) {
     out += "  first skipped lines:\n";
     for (const auto& e : examples) out += "    " + e + "\n";
+  }
+  if (!left_out.empty()) {
+    out += fmt::format("{} record files or directories left out (each file is read once, by its real path):\n",
+                       left_out.size());
+    for (const auto& e : left_out) out += "    " + e + "\n";
   }
   return out;
 }
@@ -459,33 +470,128 @@ void read_record_file(const std::string& path,
   if (!reader.error().empty()) stats->skip(path, reader.line_number() + 1, reader.error());
 }
 
-std::vector<std::string> list_record_files(const std::string& path) {
+namespace {
+
+bool is_record_file_name(const std::string& name) {
+  auto ends = [&](std::string_view s) {
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  return !(name.empty() || name[0] == '.' || ends(".md") || ends(".txt") || ends(".tsv") || ends(".py"));
+}
+
+// The files below one directory (links to directories followed after the real tree, so that a file is
+// named by its real place when it has one), each directory read once by its canonical path.
+class DirectoryWalk {
+ public:
+  DirectoryWalk(const std::string& root, std::set<std::string>* seen_dirs, std::vector<std::string>* left_out)
+      : root_(root), seen_dirs_(seen_dirs), left_out_(left_out) {}
+
+  struct Found {
+    std::string path, canonical;
+    bool via_link = false;
+  };
+
+  std::vector<Found> run() {
+    walk(root_, false, "");
+    while (!links_.empty()) {
+      const std::string link = links_.front();
+      links_.pop_front();
+      walk(link, true, link);
+    }
+    return std::move(found_);
+  }
+
+ private:
+  void fail(const std::error_code& ec) const {
+    throw Error("cannot list '" + root_ + "' (" + ec.message() +
+                "): check the permissions of the directory tree, or leave it out of the data");
+  }
+
+  void walk(const std::string& dir, bool via_link, const std::string& link) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const std::string canon = fs::canonical(dir, ec).string();
+    if (ec) fail(ec);
+    if (!seen_dirs_->insert(canon).second) {
+      if (link.empty()) {
+        left_out_->push_back(fmt::format("'{}': the directory '{}' was read already; read once", dir, canon));
+      } else {
+        const std::string parent = fs::canonical(fs::path(link).parent_path(), ec).string();
+        const bool cycle = !ec && (parent == canon || parent.rfind(canon + "/", 0) == 0);
+        left_out_->push_back(fmt::format("'{}' links to '{}', {}; not followed", link, canon,
+                                         cycle ? "a directory above it (a cycle)" : "a directory read already"));
+      }
+      return;
+    }
+    std::vector<fs::directory_entry> entries;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) entries.push_back(*it);
+    if (ec) fail(ec);
+    std::sort(entries.begin(), entries.end());
+    for (const auto& e : entries) {
+      const bool is_link = e.is_symlink(ec);
+      if (e.is_directory(ec)) {
+        if (is_link) {
+          links_.push_back(e.path().string());
+        } else {
+          walk(e.path().string(), via_link, "");
+        }
+        continue;
+      }
+      if (!e.is_regular_file(ec) || !is_record_file_name(e.path().filename().string())) continue;
+      const std::string c = fs::canonical(e.path(), ec).string();
+      if (ec) fail(ec);
+      found_.push_back(Found{e.path().string(), c, via_link || is_link});
+    }
+  }
+
+  std::string root_;
+  std::set<std::string>* seen_dirs_;
+  std::vector<std::string>* left_out_;
+  std::deque<std::string> links_;
+  std::vector<Found> found_;
+};
+
+}  // namespace
+
+RecordFiles collect_record_files(const std::vector<std::string>& paths) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (status.type() == fs::file_type::not_found) throw Error("record path '" + path + "' does not exist");
-  if (ec) throw Error("record path '" + path + "': cannot access it (" + ec.message() + "); check its permissions");
-  if (!fs::is_directory(status)) return {path};
-  std::vector<std::string> files;
-  auto it = fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink, ec);
-  // An error leaves the iterator at its end: check after construction and after every step.
-  auto check = [&] {
-    if (ec) {
-      throw Error("cannot list '" + path + "' (" + ec.message() +
-                  "): check the permissions of the directory tree, or leave it out of the data");
+  RecordFiles out;
+  std::set<std::string> seen_dirs;
+  std::map<std::string, std::string> seen_files;  // canonical path -> the name it was read under
+  auto add = [&](size_t source, const std::string& path, const std::string& canonical) {
+    auto [it, inserted] = seen_files.emplace(canonical, path);
+    if (inserted) {
+      out.files.emplace_back(source, path);
+    } else {
+      out.left_out.push_back(fmt::format("'{}': the same file as '{}'; read once", path, it->second));
     }
   };
-  check();
-  for (; it != fs::recursive_directory_iterator(); it.increment(ec), check()) {
-    if (!it->is_regular_file(ec)) continue;
-    std::string name = it->path().filename().string();
-    auto ends = [&](std::string_view s) {
-      return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
-    };
-    if (name.empty() || name[0] == '.' || ends(".md") || ends(".txt") || ends(".tsv") || ends(".py")) continue;
-    files.push_back(it->path().string());
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
+    std::error_code ec;
+    const fs::file_status status = fs::status(path, ec);
+    if (status.type() == fs::file_type::not_found) throw Error("record path '" + path + "' does not exist");
+    if (ec) throw Error("record path '" + path + "': cannot access it (" + ec.message() + "); check its permissions");
+    if (!fs::is_directory(status)) {
+      const std::string c = fs::canonical(path, ec).string();
+      add(i, path, ec ? path : c);
+      continue;
+    }
+    auto found = DirectoryWalk(path, &seen_dirs, &out.left_out).run();
+    // The name a file is read under: its real place when it has one, else the first in sorted order.
+    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.via_link, a.path) < std::tie(b.via_link, b.path);
+    });
+    const size_t first = out.files.size();
+    for (const auto& f : found) add(i, f.path, f.canonical);
+    std::sort(out.files.begin() + static_cast<std::ptrdiff_t>(first), out.files.end());
   }
-  std::sort(files.begin(), files.end());
+  return out;
+}
+
+std::vector<std::string> list_record_files(const std::string& path) {
+  std::vector<std::string> files;
+  for (auto& [source, f] : collect_record_files({path}).files) files.push_back(std::move(f));
   return files;
 }
 

@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "common/bytes.h"
 #include "tclm/error.h"
 #include "tclm/feature.h"
 #include "tclm/weights.h"
@@ -391,30 +392,7 @@ WeightsFile parse_weights(const std::string& bytes, const std::string& name_for_
 
 void save_weights(const WeightsFile& weights, const std::string& path) {
   const std::string bytes = serialize_weights(weights);  // may throw before touching the disk
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  auto fail = [&](const std::string& what, int err, std::FILE* f) {
-    if (f) std::fclose(f);
-    std::remove(tmp.c_str());
-    throw Error("cannot save weights file '" + path + "': " + what + ": " + std::strerror(err));
-  };
-
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) fail("cannot create '" + tmp + "'", errno, nullptr);
-  if (std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size()) fail("write", errno, f);
-  if (std::fflush(f) != 0) fail("write", errno, f);
-  // fsync before rename: otherwise a crash can leave `path` renamed but with unwritten data.
-  if (::fsync(::fileno(f)) != 0) fail("fsync", errno, f);
-  if (std::fclose(f) != 0) fail("close", errno, nullptr);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("rename", errno, nullptr);
-
-  // Best effort: make the rename itself durable. Failure here leaves a complete file either way.
-  const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
+  write_file_atomic(path, bytes);  // a device, FIFO or symbolic link is written through, not replaced
 }
 
 WeightsFile load_weights(const std::string& path) {

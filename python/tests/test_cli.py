@@ -1,0 +1,59 @@
+"""The command-line helpers of the Python package (tclm._cli) and the atomic writer of the adapters:
+the same rules as the tclm tool's options and outputs (docs/reliability.md)."""
+import argparse
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from tclm._adapter import write_atomic
+from tclm._cli import claim_output_dir, finite_float
+
+
+@pytest.mark.parametrize("text", ["nan", "NaN", "inf", "-inf", "1e999", "Infinity"])
+def test_float_options_refuse_non_finite_values(text):
+    with pytest.raises(argparse.ArgumentTypeError, match="finite"):
+        finite_float(text)
+
+
+def test_float_options_take_numbers():
+    assert finite_float("0.25") == 0.25
+    with pytest.raises(argparse.ArgumentTypeError):
+        finite_float("abc")
+
+
+def test_write_atomic_keeps_a_symbolic_link_and_writes_its_target(tmp_path):
+    target = tmp_path / "target.bin"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.bin"
+    link.symlink_to(target)
+    write_atomic(str(link), b"new")
+    assert link.is_symlink() and target.read_bytes() == b"new"
+
+
+def test_write_atomic_writes_into_a_fifo(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    write_atomic(str(fifo), b"bytes")
+    reader.join(30)
+    assert got == [b"bytes"] and fifo.is_fifo()
+
+
+def test_a_second_run_into_a_locked_output_directory_is_refused(tmp_path):
+    out = tmp_path / "out"
+    code = ("import sys, time; from tclm._cli import claim_output_dir; claim_output_dir(sys.argv[1], 'collect'); "
+            "print('locked', flush=True); time.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(SystemExit, match="in use by another tclm run"):
+            claim_output_dir(str(out), "collect")
+    finally:
+        holder.kill()
+        holder.wait()
+    claim_output_dir(str(out), "collect")  # free again once the holder is gone
