@@ -214,5 +214,6 @@ Command add_transfer_command(CLI::App& app);
 // tools/cmd_tune.cpp
 Command add_tune_bench_command(CLI::App& app);
 Command add_collect_command(CLI::App& app);
+Command add_tune_command(CLI::App& app);
 
 }  // namespace tclm::cli

@@ -1,12 +1,13 @@
-// tools/cmd_tune.cpp: `tclm tune-bench` and `tclm collect`, which run the Python modules
-// python/tclm/tune_bench.py and collect.py in a Python that has TVM and the tclm package: tuning and
-// measuring live in TVM's Python API, so the C++ tool only finds that Python and hands the arguments over.
+// tools/cmd_tune.cpp: `tclm tune`, `tclm tune-bench` and `tclm collect`, which run the Python modules
+// python/tclm/tune.py, tune_bench.py and collect.py in a Python that has TVM and the tclm package:
+// tuning and measuring live in TVM's Python API, so the C++ tool only finds that Python and hands the
+// arguments over.
 //
 // Which Python (the same order in `tclm tune-bench --help`, lookup_help):
 //   1. $TCLM_PYTHON, when set (an error when it cannot import tclm: it is never passed over);
 //   2. for a tclm built from a checkout (TCLM_SOURCE_DIR, defined by CMake), that checkout's venv:
-//      .venv-tvm (scripts/setup-python.sh), or .venv-ansor (scripts/setup-ansor.sh) for
-//      `tune-bench --scheduler ansor`, when it exists and imports tclm;
+//      .venv-tvm (scripts/setup-python.sh), or .venv-ansor (scripts/setup-ansor.sh) for Ansor
+//      (`--scheduler ansor`; `tclm tune`'s default), when it exists and imports the command's module;
 //   3. python3 on PATH, when it imports tclm (an installed tclm next to a pip-installed package).
 // When none does, the command (and its --help) says so and what to run, instead of a Python traceback.
 #include <array>
@@ -35,14 +36,16 @@ std::string lookup_help(bool ansor) {
          " if it exists and can import the command's module; (3) python3 on PATH if it can.";
 }
 
-/// Whether the arguments ask for Ansor (`--scheduler ansor` or `--scheduler=ansor`), which lives in
-/// another venv (TVM 0.19) than MetaSchedule (apache-tvm).
-bool wants_ansor(const std::vector<std::string>& args) {
+/// Whether the arguments ask for Ansor, which lives in another venv (TVM 0.19) than MetaSchedule
+/// (apache-tvm): the last `--scheduler X` / `--scheduler=X` decides (as argparse takes the last one);
+/// without one, the command's default.
+bool wants_ansor(const std::vector<std::string>& args, bool default_ansor) {
+  bool ansor = default_ansor;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--scheduler=ansor" || (args[i] == "--scheduler" && i + 1 < args.size() && args[i + 1] == "ansor"))
-      return true;
+    if (args[i].starts_with("--scheduler=")) ansor = args[i] == "--scheduler=ansor";
+    if (args[i] == "--scheduler" && i + 1 < args.size()) ansor = args[i + 1] == "ansor";
   }
-  return false;
+  return ansor;
 }
 
 bool wants_help(const std::vector<std::string>& args) {
@@ -162,23 +165,25 @@ std::string not_found_message(const std::string& name, bool ansor, const PythonC
 }
 
 /// A command that runs `python -m <module> <arguments>` (every argument, --help included, is passed on).
-/// `ansor`: the module has `--scheduler ansor`, which runs in .venv-ansor.
+/// `ansor`: the module has `--scheduler ansor`, which runs in .venv-ansor; `default_ansor`: it is the
+/// module's default scheduler.
 Command add_python_command(CLI::App& app, const std::string& name, const std::string& module,
-                           const std::string& description, bool ansor) {
+                           const std::string& description, bool ansor, bool default_ansor = false) {
   auto* cmd = app.add_subcommand(name, description + " (runs python -m " + module + "; " + lookup_help(ansor) +
                                            " tclm " + name + " --help lists its options)");
   cmd->allow_extras();
   cmd->prefix_command();
   cmd->set_help_flag();  // --help goes to the Python module too
-  return Command{cmd, [cmd, name, module, ansor]() -> int {
+  return Command{cmd, [cmd, name, module, ansor, default_ansor]() -> int {
                    const std::vector<std::string> rest = cmd->remaining();
-                   const bool use_ansor = ansor && wants_ansor(rest);
+                   const bool use_ansor = ansor && wants_ansor(rest, default_ansor);
                    const bool help = wants_help(rest);
                    if (help) {
                      std::printf("tclm %s runs python -m %s with these arguments.\n%s\n", name.c_str(), module.c_str(),
                                  lookup_help(ansor).c_str());
                      if (ansor)
-                       std::printf("With --scheduler ansor, $TCLM_PYTHON must be a Python with TVM 0.19 (Ansor).\n");
+                       std::printf("With --scheduler ansor%s, $TCLM_PYTHON must be a Python with TVM 0.19 (Ansor).\n",
+                                   default_ansor ? " (the default)" : "");
                    }
                    PythonChoice choice;
                    try {
@@ -221,9 +226,19 @@ Command add_tune_bench_command(CLI::App& app) {
 
 Command add_collect_command(CLI::App& app) {
   return add_python_command(app, "collect", "tclm.collect",
-                            "Collect measurements on this machine: TVM samples candidates, RDU picks --budget of "
-                            "them, TVM's local builder/runner measures them into MetaSchedule databases (resumable)",
-                            false);
+                            "Collect measurements on this machine: TVM samples candidate programs of operators or of "
+                            "whole networks' tasks (--scheduler ansor --networks), RDU picks --budget of them, TVM's "
+                            "local builder/runner measures them into MetaSchedule databases or Ansor record files "
+                            "(resumable)",
+                            true);
+}
+
+Command add_tune_command(CLI::App& app) {
+  return add_python_command(app, "tune", "tclm.tune",
+                            "Tune a whole network on this CPU with a tclm model: Ansor's task scheduler (default; "
+                            "TVM 0.19) or MetaSchedule (--scheduler metaschedule; TVM 0.26, Relax), then compile it "
+                            "with the best schedules and measure its end-to-end latency (resumable)",
+                            true, true);
 }
 
 }  // namespace tclm::cli

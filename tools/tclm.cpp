@@ -102,7 +102,8 @@ int main(int argc, char** argv) {
       add_info_command(app),    add_train_command(app),          add_eval_command(app),
       add_predict_command(app), add_export_command(app),         add_compare_command(app),
       add_sweep_command(app),   add_sample_command(app),         add_study_sampling_command(app),
-      add_transfer_command(app), add_tune_bench_command(app),    add_collect_command(app)};
+      add_transfer_command(app), add_tune_bench_command(app),    add_collect_command(app),
+      add_tune_command(app)};
   harden_options(app);  // every float option finite, --threads capped (cli_common.h)
 
   try {

@@ -1,8 +1,17 @@
 """Collect measurements on this machine: TVM samples candidate programs, the RDU sampler picks which
-to measure, TVM's local builder and runner measure them, and the results go into a standard
-MetaSchedule JSON database (readable by TVM and by ``tclm train -d``).
+to measure, TVM's local builder and runner measure them, and the results go into standard MetaSchedule
+JSON databases or Ansor record files (readable by TVM and by ``tclm train -d``).
 
     python -m tclm.collect --out out/collect --workloads matmul-512,conv2d-resnet --pool 1000 --budget 0.1
+    python -m tclm.collect --scheduler ansor --networks resnet-50 --exclude-networks resnet-18 --out out/ansor
+
+``--scheduler metaschedule`` (the default; apache-tvm in .venv-tvm) collects fixed operators
+(``--workloads``) as described below. ``--scheduler ansor`` (TVM 0.19 in .venv-ansor;
+tclm._collect_ansor, whose docstring has the details) collects the tasks of whole networks
+(``--networks``, ``--onnx``) from Ansor's sketch sampler into one Ansor record file per task, with
+provenance.json; ``--help`` with a scheduler lists that scheduler's options.
+
+MetaSchedule:
 
 Per workload: the design spaces of MetaSchedule's default space generator are replayed with fresh
 random decisions (what MetaSchedule's ``ReplayTrace`` strategy does) and post-processed, ``--pool``
@@ -29,12 +38,12 @@ from typing import Optional
 import numpy as np
 
 from . import featurize, pool_features, select_samples
-from ._cli import claim_output_dir, finite_float
+from ._cli import claim_output_dir, finite_float, release_output_dir
 from .tune_bench import WORKLOADS, llvm_target, make_workload
 
 _NO_TVM: Optional[ImportError] = None
 try:
-    from .metaschedule import FAILED_RUN_SECONDS, trace_json
+    from .metaschedule import FAILED_RUN_SECONDS, build_candidate, trace_json
 except ImportError as e:  # no TVM in this Python: main() says where to run it (after --help)
     _NO_TVM = e
 
@@ -83,7 +92,7 @@ def measure(schedules, target, cores, timeout):
     """Builds and runs `schedules` on this machine; returns one list of run seconds per schedule
     ([FAILED_RUN_SECONDS] for a failure) and the error messages."""
     ms = _ms()
-    builder = ms.builder.LocalBuilder(max_workers=cores, timeout_sec=timeout)
+    builder = ms.builder.LocalBuilder(max_workers=cores, timeout_sec=timeout, f_build=build_candidate)
     runner = ms.runner.LocalRunner(timeout_sec=timeout)
     built = builder.build([ms.builder.BuilderInput(s.mod, target) for s in schedules])
     secs, errors = [None] * len(schedules), [None] * len(schedules)
@@ -151,8 +160,24 @@ def collect_workload(name, out, pool_size, budget, method, seed, cores, timeout,
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    pre = argparse.ArgumentParser(prog="tclm collect", add_help=False)
+    pre.add_argument("--scheduler", choices=["metaschedule", "ansor"], default="metaschedule")
+    s, _ = pre.parse_known_args(argv)
+    if s.scheduler == "ansor":
+        from ._collect_ansor import main as collect_ansor
+
+        return collect_ansor(argv)
+    return main_metaschedule(argv)
+
+
+def main_metaschedule(argv):
     p = argparse.ArgumentParser(prog="tclm collect", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scheduler", choices=["metaschedule", "ansor"], default="metaschedule",
+                   help="metaschedule (default): these operators into MetaSchedule databases; ansor: whole "
+                        "networks' tasks into Ansor record files (TVM 0.19; --scheduler ansor --help lists its "
+                        "options)")
     p.add_argument("--out", default="out/collect", help="one MetaSchedule database directory per workload")
     p.add_argument("--workloads", default="matmul-128", help="comma-separated: " + ", ".join(WORKLOADS))
     p.add_argument("--target", default="llvm", choices=["llvm"], help="this machine's CPU (the only target so far)")
@@ -176,6 +201,13 @@ def main(argv=None):
         if w not in WORKLOADS:
             p.error(f"--workloads: unknown workload '{w}' ({', '.join(WORKLOADS)})")
     claim_output_dir(a.out, "collect")
+    try:
+        return _collect_metaschedule(a, workloads)
+    finally:
+        release_output_dir(a.out)  # a caller may resume into it in the same process
+
+
+def _collect_metaschedule(a, workloads):
     report = []
     for w in workloads:
         report.append(collect_workload(w, a.out, a.pool, a.budget, a.method, a.seed, a.cores, a.timeout, a.batch,

@@ -46,7 +46,7 @@ try:  # apache-tvm >= 0.25
 except ImportError:
     derived_object = getattr(getattr(ms, "utils"), "derived_object")  # type: ignore[assignment]
 
-__all__ = ["TclmCostModel", "trace_json", "FAILED_RUN_SECONDS"]
+__all__ = ["TclmCostModel", "trace_json", "build_candidate", "FAILED_RUN_SECONDS"]
 
 #: What MetaSchedule commits as the run time of a failed build or run; tclm counts such records as
 #: errors (never as training targets).
@@ -209,3 +209,18 @@ class TclmCostModel(ms.cost_model.PyCostModel, AdapterCore):
             if not (isinstance(rec, list) and len(rec) == 2 and isinstance(rec[0], int)
                     and 0 <= rec[0] < len(workloads)):
                 raise ValueError(f"{spath}: database record {i} is not [workload index, record]")
+
+
+def build_candidate(mod, target, _params):
+    """The build function (``f_build``) of MetaSchedule's LocalBuilder in tclm tune, collect and
+    tune-bench; it runs in the builder's worker processes. It does what TVM's default one does (drop
+    the weight-layout-rewrite blocks, ``tvm.driver.build``) without first importing
+    ``tvm.s_tir.tensor_intrin``. That import registers every tensor intrinsic from TVMScript and takes
+    15-50 s, and LocalBuilder starts fresh workers for every batch, so with the default each batch of a
+    network's many small tasks paid it again (and builds hit the 60 s timeout on a busy machine). The
+    candidates are already scheduled (a tensorized block holds its intrinsic's body), so building them
+    does not need the registry."""
+    from tvm.driver import build
+    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
+
+    return build(RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod), target=target)

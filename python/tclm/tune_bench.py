@@ -5,6 +5,7 @@ measurements and against wall time.
     python -m tclm.tune_bench --out out/tune-bench --workloads matmul-512 --models xgb,tclm,random \\
         --seeds 2 --trials 64
     python -m tclm.tune_bench --scheduler ansor --tclm-model platinum.tclm ...   # in .venv-ansor (TVM 0.19)
+    python -m tclm.tune_bench --scheduler ansor --network resnet-18 ...   # whole networks: tclm._network_bench
 
 Every (workload, model, seed) run tunes with the same search settings (evolutionary search, the same
 population, the local builder and runner on this machine) and logs each measurement with a measure
@@ -33,7 +34,7 @@ import statistics
 import sys
 import time
 
-from ._cli import claim_output_dir
+from ._cli import claim_output_dir, release_output_dir
 
 WORKLOADS = {
     # name: (te_workload function, arguments)
@@ -201,12 +202,15 @@ def tune_one_metaschedule(workload, model_name, seed, trials, per_iter, populati
                                 min_new_records=per_iter, max_train_share=0.25, epochs=100)
         cost_model = tclm_cm
     callbacks = ms.measure_callback.MeasureCallback.create("default") + [Logger()]
+    from .metaschedule import build_candidate
+
     ms.tune_tir(
         mod, target, os.path.join(work_dir, "tune"), max_trials_global=trials, num_trials_per_iter=per_iter,
         cost_model=cost_model, measure_callbacks=callbacks,
         strategy=ms.search_strategy.EvolutionarySearch(population_size=population),
         runner=ms.runner.LocalRunner(timeout_sec=30),
-        builder=ms.builder.LocalBuilder(max_workers=cores, timeout_sec=60), num_tuning_cores=cores, seed=seed)
+        builder=ms.builder.LocalBuilder(max_workers=cores, timeout_sec=60, f_build=build_candidate),
+        num_tuning_cores=cores, seed=seed)
     best_rows(log, workload, model_name, seed, rows_out)
     extra = tclm_cm.stats() if tclm_cm is not None else {}
     return {"seconds": time.time() - t0, "measured": len(log), **extra}
@@ -266,11 +270,18 @@ def summarize(rows, models):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if any(x == "--network" or x.startswith("--network=") for x in argv):
+        from ._network_bench import main as network_main  # whole networks (Ansor's task scheduler)
+
+        return network_main(argv)
     # allow_abbrev=False: `tclm tune-bench` chooses the venv from the exact spelling of --scheduler.
     p = argparse.ArgumentParser(prog="tclm tune-bench", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("--out", default="out/tune-bench", help="output directory (tune.csv, summary.csv/md, runs/)")
     p.add_argument("--workloads", default="matmul-512", help="comma-separated: " + ", ".join(WORKLOADS))
+    p.add_argument("--network", help="whole networks instead of operators (with --scheduler ansor; "
+                   "--network NAME --help lists that benchmark's options)")
     p.add_argument("--scheduler", default="metaschedule", choices=("metaschedule", "ansor"),
                    help="TVM's auto-scheduler: metaschedule (apache-tvm, .venv-tvm) or ansor (TVM 0.19, .venv-ansor)")
     p.add_argument("--models", default="xgb,tclm,random",
@@ -302,76 +313,79 @@ def main(argv=None):
     # would run kernels built for --cores on fewer threads. The builder/runner workers inherit it.
     os.environ.setdefault("TVM_NUM_THREADS", str(a.cores))
     claim_output_dir(a.out, "tune-bench")
-    os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
-    # One scheduler per --out: the run files are named by workload, model and seed only.
-    marker = os.path.join(a.out, "scheduler.txt")
-    if os.path.exists(marker):
-        with open(marker) as f:
-            earlier = f.read().strip()
-    else:  # runs made before the marker existed were MetaSchedule's
-        earlier = "metaschedule" if os.listdir(os.path.join(a.out, "runs")) else None
-        with open(marker, "w") as f:
-            f.write((earlier or a.scheduler) + "\n")
-    if earlier is not None and earlier != a.scheduler:
-        p.error(f"--out {a.out} holds {earlier} runs; give another --out for --scheduler {a.scheduler}")
     try:
-        if a.scheduler == "ansor":
-            import tvm.auto_scheduler  # noqa: F401
-        else:
-            _ms()
-    except ImportError as e:
-        p.error(f"--scheduler {a.scheduler}: this Python ({sys.executable}) has no such TVM ({e}); "
-                + ("run it in .venv-ansor (scripts/setup-ansor.sh)" if a.scheduler == "ansor"
-                   else "run it in .venv-tvm (scripts/setup-python.sh)"))
-    info = {}
-    for wl in workloads:
-        for seed in range(a.seeds):
-            for m in models:
-                name = f"{wl}-{m}-s{seed}"
-                run_csv = os.path.join(a.out, "runs", name + ".csv")
-                if os.path.exists(run_csv):
-                    print(f"== {name}: done earlier ({run_csv})", file=sys.stderr)
-                    continue
-                print(f"== {name}", file=sys.stderr, flush=True)
-                rows = []
-                work = os.path.join(a.out, "work", name)
-                # An interrupted run's databases would seed this one's search and training: start clean.
-                shutil.rmtree(work, ignore_errors=True)
-                stats = tune_one(a.scheduler, wl, m, seed, a.trials, a.per_iter, a.population, work, a.cores, a.tclm_model, rows,
-                                 a.mcpu)
-                tmp = run_csv + ".tmp"
-                with open(tmp, "w", newline="") as f:
-                    w = csv.DictWriter(f, FIELDS)
-                    w.writeheader()
-                    w.writerows(rows)
-                os.replace(tmp, run_csv)
-                info[name] = stats
-                print(f"   {stats}", file=sys.stderr, flush=True)
-    rows = []
-    for fn in sorted(os.listdir(os.path.join(a.out, "runs"))):
-        if fn.endswith(".csv"):
-            with open(os.path.join(a.out, "runs", fn)) as f:
-                rows += list(csv.DictReader(f))
-    with open(os.path.join(a.out, "tune.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, FIELDS)
-        w.writeheader()
-        w.writerows(rows)
-    summary = summarize(rows, models)
-    keys = ["workload", "model", "seeds", "trials", "final_best_seconds", "measurements_to_xgb_final",
-            "speedup_in_measurements", "seeds_reaching_xgb_final", "wall_seconds_median"]
-    with open(os.path.join(a.out, "summary.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, keys)
-        w.writeheader()
-        w.writerows(summary)
-    md = "| " + " | ".join(keys) + " |\n|" + "---|" * len(keys) + "\n"
-    md += "".join("| " + " | ".join(str(s[k]) for k in keys) + " |\n" for s in summary)
-    with open(os.path.join(a.out, "summary.md"), "w") as f:
-        f.write(md)
-    if info:
-        with open(os.path.join(a.out, "runs", f"info-{int(time.time())}.json"), "w") as f:
-            json.dump(info, f, indent=1)
-    print(md)
-    return 0
+        os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
+        # One scheduler per --out: the run files are named by workload, model and seed only.
+        marker = os.path.join(a.out, "scheduler.txt")
+        if os.path.exists(marker):
+            with open(marker) as f:
+                earlier = f.read().strip()
+        else:  # runs made before the marker existed were MetaSchedule's
+            earlier = "metaschedule" if os.listdir(os.path.join(a.out, "runs")) else None
+            with open(marker, "w") as f:
+                f.write((earlier or a.scheduler) + "\n")
+        if earlier is not None and earlier != a.scheduler:
+            p.error(f"--out {a.out} holds {earlier} runs; give another --out for --scheduler {a.scheduler}")
+        try:
+            if a.scheduler == "ansor":
+                import tvm.auto_scheduler  # noqa: F401
+            else:
+                _ms()
+        except ImportError as e:
+            p.error(f"--scheduler {a.scheduler}: this Python ({sys.executable}) has no such TVM ({e}); "
+                    + ("run it in .venv-ansor (scripts/setup-ansor.sh)" if a.scheduler == "ansor"
+                       else "run it in .venv-tvm (scripts/setup-python.sh)"))
+        info = {}
+        for wl in workloads:
+            for seed in range(a.seeds):
+                for m in models:
+                    name = f"{wl}-{m}-s{seed}"
+                    run_csv = os.path.join(a.out, "runs", name + ".csv")
+                    if os.path.exists(run_csv):
+                        print(f"== {name}: done earlier ({run_csv})", file=sys.stderr)
+                        continue
+                    print(f"== {name}", file=sys.stderr, flush=True)
+                    rows = []
+                    work = os.path.join(a.out, "work", name)
+                    # An interrupted run's databases would seed this one's search and training: start clean.
+                    shutil.rmtree(work, ignore_errors=True)
+                    stats = tune_one(a.scheduler, wl, m, seed, a.trials, a.per_iter, a.population, work, a.cores, a.tclm_model, rows,
+                                     a.mcpu)
+                    tmp = run_csv + ".tmp"
+                    with open(tmp, "w", newline="") as f:
+                        w = csv.DictWriter(f, FIELDS)
+                        w.writeheader()
+                        w.writerows(rows)
+                    os.replace(tmp, run_csv)
+                    info[name] = stats
+                    print(f"   {stats}", file=sys.stderr, flush=True)
+        rows = []
+        for fn in sorted(os.listdir(os.path.join(a.out, "runs"))):
+            if fn.endswith(".csv"):
+                with open(os.path.join(a.out, "runs", fn)) as f:
+                    rows += list(csv.DictReader(f))
+        with open(os.path.join(a.out, "tune.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, FIELDS)
+            w.writeheader()
+            w.writerows(rows)
+        summary = summarize(rows, models)
+        keys = ["workload", "model", "seeds", "trials", "final_best_seconds", "measurements_to_xgb_final",
+                "speedup_in_measurements", "seeds_reaching_xgb_final", "wall_seconds_median"]
+        with open(os.path.join(a.out, "summary.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, keys)
+            w.writeheader()
+            w.writerows(summary)
+        md = "| " + " | ".join(keys) + " |\n|" + "---|" * len(keys) + "\n"
+        md += "".join("| " + " | ".join(str(s[k]) for k in keys) + " |\n" for s in summary)
+        with open(os.path.join(a.out, "summary.md"), "w") as f:
+            f.write(md)
+        if info:
+            with open(os.path.join(a.out, "runs", f"info-{int(time.time())}.json"), "w") as f:
+                json.dump(info, f, indent=1)
+        print(md)
+        return 0
+    finally:
+        release_output_dir(a.out)  # a caller may run another benchmark into it in the same process
 
 
 if __name__ == "__main__":

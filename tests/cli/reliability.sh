@@ -9,7 +9,7 @@
 #   costs      a cost below 1e-9 s is a bad cost, not the task's best program
 #   threads    --threads above 4 x the cores is lowered, with a note
 #   lock       a second run into an output directory in use is refused
-#   python     collect/tune-bench --help without a working Python say what to run, never a traceback
+#   python     collect/tune-bench/tune --help without a working Python say what to run, never a traceback
 # Usage: reliability.sh CLASS TCLM FIXTURES SLICE MODEL_DIR WORK_DIR
 #   FIXTURES: tests/data/tvm_ci_logs; SLICE: a small Ansor record directory (training data);
 #   MODEL_DIR: a model trained by cli.train (best.tclm, checkpoint.tclm).
@@ -163,8 +163,9 @@ python)
   : >fake/tclm/__init__.py
   echo 'raise ImportError("No module named tvm (this Python is not set up)")' >fake/tclm/collect.py
   cp fake/tclm/collect.py fake/tclm/tune_bench.py
+  cp fake/tclm/collect.py fake/tclm/tune.py
   printf '#!/bin/sh\nPYTHONPATH=%s exec python3 "$@"\n' "$work/fake" >python && chmod +x python
-  for c in collect tune-bench; do
+  for c in collect tune-bench tune; do
     TCLM_PYTHON=$work/python "$tclm" "$c" --help >help.txt 2>&1
     ! grep -q Traceback help.txt || fail "$c --help prints a traceback: $(cat help.txt)"
     grep -q "scripts/setup-python.sh" help.txt || fail "$c --help does not say what to run: $(cat help.txt)"

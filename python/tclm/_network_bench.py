@@ -1,0 +1,354 @@
+"""``tclm tune-bench --scheduler ansor --network NAME``: cost models compared on whole networks.
+
+    tclm tune-bench --scheduler ansor --network resnet-18 --models tclm,tclm-public,xgb,xgb-pre,random \\
+        --seeds 2 --trials 1000 --tclm-model kb.tclm --public-model public.tclm --pretrain-records DIR \\
+        --out out/tune-bench-rn18
+
+Every (network, model, seed) run is one ``tclm tune`` run (tclm._tune_ansor: Ansor's task scheduler over
+all the network's tasks, then the network compiled with the best schedules and its end-to-end latency
+measured) in OUT/runs/NETWORK-MODEL-sSEED/; a finished run is skipped and an interrupted one resumes
+from its log. Options this command does not know (--per-round, --population, --search-param,
+--min-repeat-ms, --latency-repeat, ...) go to every run.
+
+Models: ``tclm`` (--tclm-model, fine-tuned online), ``tclm-public`` (the same with --public-model, e.g.
+trained on public records only), ``xgb`` (Ansor's XGBModel as its task scheduler sets it up), ``xgb-pre``
+(XGBModel first trained on --pretrain-records) and ``random``.
+
+Outputs: curves.csv (every run's curve: one row per measurement round with trials, wall seconds and
+Ansor's estimated network latency), summary.csv and summary.md (per network and model: final
+estimated latency, measured end-to-end latency, trials and wall time to reach xgb's and xgb-pre's final
+estimated latency and the speed-up against them), curves.png (estimated latency against trials and
+against wall time, median over seeds; needs matplotlib).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import statistics
+import sys
+import time
+from typing import Dict, List, Optional, Tuple
+
+from ._cli import claim_output_dir, read_json, release_output_dir
+
+MODELS = ("tclm", "tclm-public", "xgb", "xgb-pre", "random")
+CURVE_FIELDS = ["network", "model", "seed", "round", "trials", "wall_seconds", "estimated_ms", "tasks_with_schedule",
+                "tasks_given_up"]
+SUMMARY_FIELDS = ["network", "model", "seeds", "trials", "final_estimated_ms", "measured_ms", "measured_spread_ms",
+                  "trials_to_xgb", "x_trials_vs_xgb", "seconds_to_xgb", "x_time_vs_xgb",
+                  "trials_to_xgb_pre", "x_trials_vs_xgb_pre", "seconds_to_xgb_pre", "x_time_vs_xgb_pre",
+                  "wall_seconds"]
+
+
+def _say(msg: str) -> None:
+    print(f"tclm tune-bench: {msg}", file=sys.stderr, flush=True)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tclm tune-bench --network",
+                                description=__doc__.split("\n\n")[0].replace("``", ""),
+                                formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
+                                epilog="Other options go to every tclm tune run (tclm tune --help lists them).")
+    p.add_argument("--scheduler", default="metaschedule", choices=("metaschedule", "ansor"),
+                   help="only ansor (TVM 0.19, .venv-ansor) tunes networks here")
+    p.add_argument("--network", required=True, help="comma-separated relay.testing networks (tclm tune --help)")
+    p.add_argument("--models", default=",".join(MODELS), help="comma-separated: " + ", ".join(MODELS)
+                   + " (default: all)")
+    p.add_argument("--seeds", type=int, default=2, help="seeds 0..N-1 per network and model (default 2)")
+    p.add_argument("--trials", type=int, default=1000, help="measurements per run, over all tasks (default 1000)")
+    p.add_argument("--tclm-model", help="model of 'tclm' (Ansor step encoding), e.g. trained on this machine's kind")
+    p.add_argument("--public-model", help="model of 'tclm-public', e.g. trained on public records only")
+    p.add_argument("--pretrain-records", help="xgb-pre: Ansor record file or directory to pre-train XGBModel on")
+    p.add_argument("--out", default="out/tune-bench-network", help="output directory (default out/tune-bench-network)")
+    return p
+
+
+def run_args(model: str, a) -> List[str]:
+    """The tclm tune options that make `model`."""
+    if model == "tclm":
+        return ["--cost-model", "tclm", "--model", a.tclm_model]
+    if model == "tclm-public":
+        return ["--cost-model", "tclm", "--model", a.public_model]
+    if model == "xgb-pre":
+        return ["--cost-model", "xgb-pre", "--pretrain-records", a.pretrain_records]
+    return ["--cost-model", model]
+
+
+def run_finished(run_dir: str, trials: int) -> bool:
+    """Whether run_dir holds a finished run of `trials` trials: tuned (its log has them, or no task
+    could go on) and its latency measured on that log."""
+    s = read_json(os.path.join(run_dir, "tune.json"))
+    lat = read_json(os.path.join(run_dir, "latency.json"))
+    return bool(s and lat and s.get("trials_requested") == trials and lat.get("trials") == s.get("trials")
+                and s.get("sessions"))
+
+
+# -- curves ---------------------------------------------------------------------------------------------
+
+def read_curve(run_dir: str) -> List[Tuple[int, float, Optional[float]]]:
+    """(trials, wall seconds, estimated ms or None) per round of a run."""
+    path = os.path.join(run_dir, "curve.csv")
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return [(int(r["trials"]), float(r["wall_seconds"]), float(r["estimated_ms"]) if r["estimated_ms"] else None)
+                for r in csv.DictReader(f)]
+
+
+def first_reaching(curve, target: Optional[float], axis: int) -> float:
+    """The trials (axis 0) or wall seconds (axis 1) at which `curve` first has an estimate <= target;
+    inf if never."""
+    if target is None:
+        return math.inf
+    for row in curve:
+        if row[2] is not None and row[2] <= target * (1 + 1e-9):
+            return float(row[axis])
+    return math.inf
+
+
+def median_curve(curves, axis: int) -> Tuple[List[float], List[float]]:
+    """Median over runs of the best estimate so far, as a step function of trials (axis 0) or wall
+    seconds (axis 1), on the union of the runs' points where every run has an estimate."""
+    xs = sorted({row[axis] for c in curves for row in c if row[2] is not None})
+    out_x, out_y = [], []
+    for x in xs:
+        vals = []
+        for c in curves:
+            seen = [row[2] for row in c if row[axis] <= x and row[2] is not None]
+            if not seen:
+                break
+            vals.append(min(seen))
+        else:
+            out_x.append(x)
+            out_y.append(statistics.median(vals))
+    return out_x, out_y
+
+
+def _median(values: List[float]) -> float:
+    return statistics.median(values) if values else math.inf
+
+
+def _fmt(x: Optional[float], digits: str = ".4g") -> str:
+    return "-" if x is None or not math.isfinite(x) else format(x, digits)
+
+
+def summarize(runs: Dict[Tuple[str, str, int], str], models: List[str]) -> List[dict]:
+    """Per network and model, over seeds: see the module docstring and SUMMARY_FIELDS."""
+    out = []
+    for net in sorted({k[0] for k in runs}):
+        data = {}
+        for m in models:
+            dirs = [d for (n, mm, _), d in sorted(runs.items()) if n == net and mm == m]
+            curves = [read_curve(d) for d in dirs]
+            if not dirs:
+                continue
+            finals = [next((r[2] for r in reversed(c) if r[2] is not None), None) for c in curves]
+            lats = [read_json(os.path.join(d, "latency.json")) or {} for d in dirs]
+            data[m] = {"dirs": dirs, "curves": curves, "finals": finals, "lats": lats}
+
+        def reference(m):
+            if m not in data or any(f is None for f in data[m]["finals"]):
+                return None
+            return statistics.median(data[m]["finals"])
+
+        refs = {"xgb": reference("xgb"), "xgb_pre": reference("xgb-pre")}
+        for m, d in data.items():
+            known_finals = [f for f in d["finals"] if f is not None]
+            means = [lat["mean_ms"] for lat in d["lats"] if "mean_ms" in lat]
+            if len(means) > 1:
+                spread = statistics.stdev(means)
+            elif means:
+                spread = d["lats"][0].get("std_ms", 0.0)
+            else:
+                spread = None
+            row = {"network": net, "model": m, "seeds": len(d["dirs"]),
+                   "trials": _fmt(_median([c[-1][0] for c in d["curves"] if c]), "g"),
+                   "final_estimated_ms": _fmt(_median(known_finals) if len(known_finals) == len(d["finals"]) else None),
+                   "measured_ms": _fmt(statistics.mean(means) if means else None),
+                   "measured_spread_ms": _fmt(spread, ".2g"),
+                   "wall_seconds": _fmt(_median([c[-1][1] for c in d["curves"] if c]), ".0f")}
+            for key, ref_model in (("xgb", "xgb"), ("xgb_pre", "xgb-pre")):
+                ref = refs[key]
+                for axis, name, digits in ((0, "trials", "g"), (1, "seconds", ".0f")):
+                    mine = _median([first_reaching(c, ref, axis) for c in d["curves"]])
+                    theirs = (_median([first_reaching(c, ref, axis) for c in data[ref_model]["curves"]])
+                              if ref_model in data else math.inf)
+                    row[f"{name}_to_{key}"] = _fmt(mine, digits)
+                    ratio = theirs / mine if math.isfinite(mine) and math.isfinite(theirs) and mine > 0 else None
+                    row[f"x_{'trials' if axis == 0 else 'time'}_vs_{key}"] = _fmt(ratio, ".2f")
+            out.append(row)
+    return out
+
+
+def markdown(summary: List[dict], header: str) -> str:
+    cols = [("model", "model"), ("seeds", "seeds"), ("trials", "trials"),
+            ("final_estimated_ms", "estimated ms (final)"), ("measured", "measured ms"),
+            ("trials_to_xgb", "trials to xgb final"), ("x_trials_vs_xgb", "x vs xgb (trials)"),
+            ("seconds_to_xgb", "s to xgb final"), ("x_time_vs_xgb", "x vs xgb (time)"),
+            ("trials_to_xgb_pre", "trials to xgb-pre final"), ("x_trials_vs_xgb_pre", "x vs xgb-pre (trials)"),
+            ("seconds_to_xgb_pre", "s to xgb-pre final"), ("x_time_vs_xgb_pre", "x vs xgb-pre (time)"),
+            ("wall_seconds", "wall s")]
+    md = header
+    for net in sorted({r["network"] for r in summary}):
+        md += f"\n### {net}\n\n| " + " | ".join(c[1] for c in cols) + " |\n|" + "---|" * len(cols) + "\n"
+        for r in (r for r in summary if r["network"] == net):
+            cells = []
+            for key, _ in cols:
+                if key == "measured":
+                    cells.append(f"{r['measured_ms']} ± {r['measured_spread_ms']}" if r["measured_ms"] != "-" else "-")
+                else:
+                    cells.append(str(r[key]))
+            md += "| " + " | ".join(cells) + " |\n"
+    return md
+
+
+def plot(runs: Dict[Tuple[str, str, int], str], models: List[str], png: str) -> bool:
+    """curves.png: per network, median-over-seeds estimated latency against trials and wall time.
+    False (and a message) without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        _say(f"no {os.path.basename(png)}: matplotlib is not installed in this Python ({e}); "
+             "pip install -r python/requirements-ansor.txt adds it")
+        return False
+    nets = sorted({k[0] for k in runs})
+    fig, axes = plt.subplots(len(nets), 2, figsize=(11, 3.8 * len(nets)), squeeze=False)
+    for i, net in enumerate(nets):
+        for m in models:
+            curves = [read_curve(d) for (n, mm, _), d in sorted(runs.items()) if n == net and mm == m]
+            curves = [c for c in curves if c]
+            if not curves:
+                continue
+            for j in (0, 1):
+                x, y = median_curve(curves, j)
+                if x:
+                    axes[i][j].step(x, y, where="post", marker=".", label=m)
+        for j, xl in enumerate(("measurements (trials)", "wall time (s)")):
+            ax = axes[i][j]
+            ax.set_xlabel(xl)
+            ax.set_ylabel("estimated latency (ms), median over seeds")
+            ax.set_yscale("log")
+            ax.set_title(net)
+            ax.grid(alpha=0.3)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = parser()
+    a, rest = p.parse_known_args(sys.argv[1:] if argv is None else list(argv))
+    if a.scheduler != "ansor":
+        p.error("--network needs --scheduler ansor (network tuning runs Ansor's task scheduler, TVM 0.19)")
+    from . import _tune_ansor
+    from .networks import NETWORKS
+
+    networks = [n for n in a.network.split(",") if n]
+    for n in networks:
+        if n not in NETWORKS:
+            p.error(f"--network: unknown network '{n}' (known: {', '.join(NETWORKS)})")
+    models = [m for m in a.models.split(",") if m]
+    for m in models:
+        if m not in MODELS:
+            p.error(f"--models: unknown model '{m}' ({', '.join(MODELS)})")
+    if len(set(models)) != len(models):
+        p.error("--models: a model is listed twice")
+    for m, opt, val in (("tclm", "--tclm-model", a.tclm_model), ("tclm-public", "--public-model", a.public_model),
+                        ("xgb-pre", "--pretrain-records", a.pretrain_records)):
+        if m in models and not val:
+            p.error(f"--models {m} needs {opt}")
+        if m in models and not os.path.exists(val):
+            p.error(f"{opt} '{val}' does not exist")
+    if a.seeds <= 0 or a.trials <= 0:
+        p.error("--seeds and --trials must be positive")
+    for opt in ("--cost-model", "--model", "--out", "--seed", "--onnx", "--input", "--no-compile"):
+        if any(r == opt or r.startswith(opt + "=") for r in rest):
+            p.error(f"{opt}: the benchmark sets it for every run (or needs what it turns off)")
+    # The options for every run: refused now by tclm tune's own parser rather than in the first run.
+    try:
+        _tune_ansor.parser().parse_args(["--network", networks[0], "--cost-model", "random"] + rest)
+    except SystemExit:
+        p.error(f"options for the runs not understood: {' '.join(rest)} (tclm tune --help lists them)")
+    claim_output_dir(a.out, "tune-bench")
+    try:
+        return _bench(a, rest, networks, models)
+    finally:
+        release_output_dir(a.out)
+
+
+def _bench(a, rest: List[str], networks: List[str], models: List[str]) -> int:
+    from . import _tune_ansor
+
+    runs_dir = os.path.join(a.out, "runs")
+    os.makedirs(runs_dir, exist_ok=True)
+    runs: Dict[Tuple[str, str, int], str] = {}
+    t0 = time.time()
+    for net in networks:
+        for seed in range(a.seeds):
+            for m in models:
+                name = f"{net}-{m}-s{seed}"
+                d = os.path.join(runs_dir, name)
+                runs[(net, m, seed)] = d
+                if run_finished(d, a.trials):
+                    _say(f"== {name}: done earlier ({d})")
+                    continue
+                _say(f"== {name}")
+                args = ["--network", net, "--trials", str(a.trials), "--seed", str(seed), "--out", d] + run_args(m, a)
+                rc = _tune_ansor.main(args + rest)
+                if rc != 0:
+                    _say(f"{name}: tclm tune failed (exit {rc})")
+                    return rc
+    # -- reports
+    rows = []
+    for (net, m, seed), d in sorted(runs.items()):
+        path = os.path.join(d, "curve.csv")
+        if not os.path.exists(path):
+            continue
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                rows.append({"network": net, "model": m, "seed": seed, **{k: r.get(k, "") for k in CURVE_FIELDS[3:]}})
+    with open(os.path.join(a.out, "curves.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, CURVE_FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    summary = summarize(runs, models)
+    with open(os.path.join(a.out, "summary.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, SUMMARY_FIELDS)
+        w.writeheader()
+        w.writerows(summary)
+    info = read_json(os.path.join(next(iter(runs.values())), "tune.json")) or {}
+    mach = info.get("machine", {})
+    ntasks = {net: len((read_json(os.path.join(runs[(net, models[0], 0)], "tune.json")) or {}).get("tasks", []))
+              for net in networks}
+    header = (f"## Ansor network tuning: {', '.join(f'{n} ({ntasks[n]} tasks)' for n in networks)}\n\n"
+              f"CPU: {mach.get('cpu_model', '?')}, {mach.get('cpu_cores', '?')} cores "
+              f"({mach.get('threads', '?')} threads); TVM {mach.get('tvm_version', '?')}; "
+              f"{a.trials} trials per run, seeds 0..{a.seeds - 1}"
+              + (f"; run options: {' '.join(rest)}" if rest else "") + ".\n\n"
+              "Estimated latency: Ansor's sum over tasks of weight x best measured latency (median over seeds of "
+              "the final value; a task none of whose candidates built and ran is left out: tasks_given_up in "
+              "curves.csv). Measured: end-to-end latency of the network compiled with the best schedules, "
+              "mean over seeds ± std over seeds (one seed: ± the std of its repeats). "
+              "Trials / s to X final: median over seeds of the first trial count / wall second at which the run's "
+              "estimate reaches X's final estimated latency ('-': the median run never does); x vs X: X's own "
+              "number divided by this model's (> 1: fewer trials / less time than X).\n")
+    md = markdown(summary, header)
+    with open(os.path.join(a.out, "summary.md"), "w") as f:
+        f.write(md)
+    plot(runs, models, os.path.join(a.out, "curves.png"))
+    print(md)
+    _say(f"done in {time.time() - t0:.0f} s: {a.out}/summary.md, curves.csv, summary.csv, curves.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

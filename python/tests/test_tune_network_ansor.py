@@ -1,0 +1,256 @@
+"""End-to-end: `tclm tune` (tclm._tune_ansor) tunes the 3-task `tiny` network with Ansor's task scheduler
+and the conftest tclm model, compiles it with the best schedules and measures it; a rerun resumes; and
+`tclm tune-bench --network` (tclm._network_bench) compares two cost models on it.
+
+Runs in the venv of scripts/setup-ansor.sh (TVM 0.19 with auto_scheduler); skipped, with the reason,
+anywhere else. Few trials and small search settings: this checks the plumbing (logs, curves, resume,
+compiled network correct, reports), not tuning quality.
+"""
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+
+tvm = pytest.importorskip("tvm")
+auto_scheduler = pytest.importorskip("tvm.auto_scheduler", reason="this TVM has no auto_scheduler (needs <= 0.19)")
+
+from tclm import _network_bench, _tune_ansor, tune_bench  # noqa: E402
+from tclm.networks import relay_network  # noqa: E402
+
+#: Small, fast search and measurement settings for every run here.
+FAST = ["--population", "32", "--search-param", "evolutionary_search_num_iters=1",
+        "--search-param", "sample_init_min_population=8", "--min-repeat-ms", "5", "--latency-repeat", "3",
+        "--latency-min-repeat-ms", "20", "--cores", "2", "--mcpu", "generic", "--train-epochs", "5"]
+
+
+@pytest.fixture(autouse=True)
+def _threads(monkeypatch):
+    # What main() sets by default (setdefault); keeps it out of the other tests of the session.
+    monkeypatch.setenv("TVM_NUM_THREADS", "2")
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_tune_tiny_network_end_to_end_and_resume(model, tmp_path):
+    out = tmp_path / "tune"
+    base = ["--network", "tiny", "--model", str(model), "--out", str(out), "--per-round", "3",
+            "--min-new-records", "3"] + FAST
+    # First session: 9 trials, tuning only.
+    assert _tune_ansor.main(base + ["--trials", "9", "--no-compile"]) == 0
+    log = out / "tuning.json"
+    first = list(auto_scheduler.load_records(str(log)))
+    assert 9 <= len(first) < 12
+    assert not (out / "latency.json").exists()
+    # Second session continues the same log up to 12 trials, then compiles, measures and verifies.
+    assert _tune_ansor.main(base + ["--trials", "12", "--verify"]) == 0
+    records = list(auto_scheduler.load_records(str(log)))
+    assert len(records) >= 12 and [str(i.state) for i, _ in records[:len(first)]] == \
+        [str(i.state) for i, _ in first]
+    summary = json.loads((out / "tune.json").read_text())
+    assert summary["network"] == "tiny" and len(summary["tasks"]) == 3 and summary["cost_model"] == "tclm"
+    assert summary["trials"] == len(records) and len(summary["sessions"]) == 2
+    assert summary["machine"]["tvm_version"] == tvm.__version__ and summary["machine"]["cpu_cores"] >= 1
+    s1, s2 = summary["sessions"]
+    assert s1["trials_before"] == 0 and s2["trials_before"] == len(first) and s2["trials_after"] == len(records)
+    for s in (s1, s2):
+        assert s["measure_build_seconds"] > 0 and s["measure_run_seconds"] > 0 and s["tune_seconds"] > 0
+        assert s["tclm_unreadable"] == 0
+    # Fine-tuned online (every 3 new measurements), the second session from the first one's last model.
+    assert s1["tclm_trainings"] >= 1 and s2["start_model"].endswith(f"model-{s1['tclm_trainings']}/best.tclm")
+    # The log's best per task gives the final estimate. (Some candidates of tiny's dense task fail to
+    # build in TVM 0.19, layout rewrite: a few trials may find no valid one for it.)
+    best = _tune_ansor.best_by_task(str(log), _tasks(summary))
+    assert sum(b is not None for b in best) >= 2 and all(b is None or b > 0 for b in best)
+    curve = read_csv(out / "curve.csv")
+    trials = [int(r["trials"]) for r in curve]
+    assert trials == sorted(trials) and trials[-1] == len(records)
+    assert [int(r["round"]) for r in curve] == list(range(1, len(curve) + 1))
+    walls = [float(r["wall_seconds"]) for r in curve]
+    assert walls == sorted(walls)
+    est = [float(r["estimated_ms"]) for r in curve if r["estimated_ms"]]
+    assert all(b <= a for a, b in zip(est, est[1:])), est
+    # The curve starts once every task has a measurement or was given up (none here: 4 rounds at most).
+    assert all(r["tasks_given_up"] == "0" for r in curve)
+    assert all(bool(r["estimated_ms"]) == (int(r["tasks_with_schedule"]) == 3) for r in curve)
+    weights = [t["weight"] for t in summary["tasks"]]
+    if all(b is not None for b in best):
+        assert est[-1] == pytest.approx(sum(w * b for w, b in zip(weights, best)) * 1e3, rel=1e-4)
+    lat = json.loads((out / "latency.json").read_text())
+    for k in ("mean_ms", "std_ms", "min_ms", "median_ms"):
+        assert math.isfinite(lat[k]) and lat[k] >= 0, (k, lat)
+    assert lat["mean_ms"] > 0 and lat["min_ms"] > 0 and len(lat["repeats_ms"]) == 3
+    assert lat["trials"] == len(records)
+    assert lat["tasks_without_schedule"] == [k for k, b in enumerate(best) if b is None]
+    assert lat["verify"]["ok"], lat["verify"]
+
+    # The compiled network computes what the default-schedule build computes.
+    net = relay_network("tiny")
+    target = tvm.target.Target(lat["settings"]["target"])
+    inputs = _tune_ansor.random_inputs(net, seed=3)
+    _, tuned = _tune_ansor.run_network(_tune_ansor.compile_network(net, target, str(log)), inputs)
+    _, plain = _tune_ansor.run_network(_tune_ansor.compile_network(net, target, None), inputs)
+    assert len(tuned) == len(plain) == 1 and tuned[0].shape == (1, 10)
+    np.testing.assert_allclose(tuned[0], plain[0], rtol=1e-4, atol=1e-5)
+
+    # Rerunning the same command adds no trials and does not compile or measure again.
+    stamp = (out / "latency.json").stat().st_mtime_ns
+    assert _tune_ansor.main(base + ["--trials", "12", "--verify"]) == 0
+    assert len(list(auto_scheduler.load_records(str(log)))) == len(records)
+    assert (out / "latency.json").stat().st_mtime_ns == stamp
+    again = json.loads((out / "tune.json").read_text())
+    assert len(again["sessions"]) == 2 and len(read_csv(out / "curve.csv")) == len(curve)
+    # Another cost model into the same --out is refused.
+    with pytest.raises(SystemExit):
+        _tune_ansor.main(["--network", "tiny", "--cost-model", "random", "--out", str(out), "--trials", "12"] + FAST)
+
+
+def _tasks(summary):
+    """Stand-ins for the tasks in best_by_task: only their workload keys are read."""
+    class T:
+        def __init__(self, key):
+            self.workload_key = key
+    return [T(t["workload_key"]) for t in summary["tasks"]]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--network", "no-such-net", "--cost-model", "random"], "unknown network 'no-such-net'"),
+    (["--network", "tiny"], "--cost-model tclm needs --model"),
+    (["--network", "tiny", "--model", "/nonexistent/m.tclm"], "does not exist"),
+    (["--network", "tiny", "--cost-model", "xgb-pre"], "needs --pretrain-records"),
+    (["--network", "tiny", "--cost-model", "random", "--input", "data:1x8"], "--input goes with --onnx"),
+    (["--onnx", "/nonexistent/m.onnx", "--cost-model", "random"], "does not exist"),
+    (["--network", "tiny", "--cost-model", "random", "--search-param", "nope=1"], "unknown SketchPolicy parameter"),
+])
+def test_tune_refuses_bad_input(args, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        _tune_ansor.main(args + ["--out", str(tmp_path / "o")])
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_tune_refuses_bad_input_spec(tmp_path, capsys):
+    onnx_file = tmp_path / "m.onnx"
+    onnx_file.write_bytes(b"not read: the spec is refused first")
+    with pytest.raises(SystemExit):
+        _tune_ansor.main(["--onnx", str(onnx_file), "--input", "data=1x3x224x224", "--cost-model", "random",
+                          "--out", str(tmp_path / "o")])
+    assert "expected NAME:SHAPE" in capsys.readouterr().err
+
+
+def test_tune_bench_network_two_models(tmp_path, capsys):
+    pytest.importorskip("xgboost", reason="Ansor's XGBModel needs xgboost (python/requirements-ansor.txt)")
+    out = tmp_path / "bench"
+    args = ["--scheduler", "ansor", "--network", "tiny", "--models", "xgb,random", "--seeds", "1", "--trials", "9",
+            "--out", str(out), "--per-round", "3"] + FAST
+    assert tune_bench.main(args) == 0
+    curves = read_csv(out / "curves.csv")
+    assert {r["model"] for r in curves} == {"xgb", "random"}
+    complete = {}
+    for m in ("xgb", "random"):
+        rows = [r for r in curves if r["model"] == m]
+        lat = json.loads((out / "runs" / f"tiny-{m}-s0" / "latency.json").read_text())
+        assert int(rows[-1]["trials"]) >= 9 and lat["trials"] == int(rows[-1]["trials"])
+        # The estimate exists once every task has a schedule or was given up (no candidate ran).
+        complete[m] = not lat["tasks_without_schedule"]
+        last = rows[-1]
+        assert bool(last["estimated_ms"]) == (int(last["tasks_with_schedule"]) + int(last["tasks_given_up"]) == 3)
+        assert complete[m] == (int(last["tasks_with_schedule"]) == 3), (m, rows, lat)
+    summary = {r["model"]: r for r in read_csv(out / "summary.csv")}
+    assert set(summary) == {"xgb", "random"}
+    assert summary["xgb"]["trials_to_xgb_pre"] == "-"  # no xgb-pre run
+    for r in summary.values():
+        assert float(r["measured_ms"]) > 0
+    if complete["xgb"]:
+        # xgb's own curve reaches its final estimate: at its last trial at the latest, a ratio of 1.
+        assert summary["xgb"]["trials_to_xgb"].isdigit() and summary["xgb"]["x_trials_vs_xgb"] == "1.00"
+        assert float(summary["xgb"]["final_estimated_ms"]) > 0
+    md = (out / "summary.md").read_text()
+    assert "| xgb |" in md and "| random |" in md and "TVM " + tvm.__version__ in md and "tiny (3 tasks)" in md
+    try:
+        import matplotlib  # noqa: F401
+        assert (out / "curves.png").stat().st_size > 0
+    except ImportError:
+        assert not (out / "curves.png").exists()
+    # A rerun finds both runs finished and tunes nothing.
+    capsys.readouterr()
+    assert tune_bench.main(args) == 0
+    assert capsys.readouterr().err.count("done earlier") == 2
+    # Network tuning is Ansor's; an unknown model is refused.
+    with pytest.raises(SystemExit):
+        _network_bench.main(["--network", "tiny", "--models", "xgb", "--out", str(tmp_path / "x")])
+    with pytest.raises(SystemExit):
+        _network_bench.main(["--scheduler", "ansor", "--network", "tiny", "--models", "nope",
+                             "--out", str(tmp_path / "x")])
+
+
+def test_xgb_pre_pretrains_on_another_networks_collection(tmp_path, monkeypatch, capsys):
+    """xgb-pre on a `tclm collect --scheduler ansor` collection of another network: the collection's
+    networks (provenance.json) are extracted, so that every record is featurized and the successful
+    ones trained on; records without a collection are only usable for the tuned network's tasks."""
+    pytest.importorskip("xgboost", reason="Ansor's XGBModel needs xgboost (python/requirements-ansor.txt)")
+    from tvm.auto_scheduler.workload_registry import WORKLOAD_FUNC_REGISTRY
+
+    from tclm import collect
+
+    coll = tmp_path / "collect"
+    assert collect.main(["--scheduler", "ansor", "--networks", "tiny", "--pool", "8", "--budget", "0.25",
+                         "--cores", "2", "--out", str(coll)]) == 0
+    report = json.loads((coll / "collect.json").read_text())
+    picked, measured = report["totals"]["picked"], report["totals"]["measured"]
+    assert measured >= 1
+    keys = {i.task.workload_key for f in (coll / "records").iterdir() for i, _ in auto_scheduler.load_records(str(f))}
+
+    def forget():
+        """As in a fresh process: the collection's workloads are not registered."""
+        for k in keys:
+            for name in (k, json.loads(k)[0]):
+                if name in WORKLOAD_FUNC_REGISTRY:
+                    monkeypatch.delitem(WORKLOAD_FUNC_REGISTRY, name)
+        assert not any(_tune_ansor.known_workload(k) for k in keys)
+
+    # Another network: tiny with batch 2 (other shapes: none of its tasks is in the collection).
+    forget()
+    out = tmp_path / "tune"
+    capsys.readouterr()
+    assert _tune_ansor.main(["--network", "tiny", "--batch", "2", "--cost-model", "xgb-pre", "--pretrain-records",
+                             str(coll / "records"), "--out", str(out), "--trials", "3", "--per-round", "1",
+                             "--no-compile"] + FAST) == 0
+    err = capsys.readouterr().err
+    summary = json.loads((out / "tune.json").read_text())
+    assert not keys & {t["workload_key"] for t in summary["tasks"]}
+    (s,) = summary["sessions"]
+    assert (s["pretrain_files"], s["pretrain_records"], s["pretrain_records_usable"]) == (3, picked, picked), s
+    assert s["pretrain_records_unmatched"] == 0 and s["pretrain_unmatched_reasons"] == {}
+    (c,) = s["pretrain_collections"]
+    assert c["extracted"] == {"tiny": 3} and c["failed"] == {} and c["cores"] == 2
+    assert c["target"] == json.loads((coll / "provenance.json").read_text())["target"]
+    # XGBModel featurized every record and trained on the successful ones (failures weigh nothing).
+    assert s["pretrain_records_trained"] == measured and s["pretrain_records_without_features"] == 0
+    assert s["pretrain_records_failed_measurement"] == picked - measured
+    assert s["pretrain_tasks_trained"] == sum(1 for t in report["tasks"] if t["measured"])
+    assert f"XGBModel trained on {measured} successfully measured records" in err
+    assert summary["trials"] >= 3
+
+    # The collection's OUT works too (its reports are not read as records), and a record file of it.
+    for path in (coll, sorted((coll / "records").iterdir())[0]):
+        forget()
+        inputs, _, info = _tune_ansor.pretrain_records(str(path))
+        assert info["pretrain_records_unmatched"] == 0 and len(inputs) == info["pretrain_records"] >= 1, info
+        assert info["pretrain_files"] == (3 if path == coll else 1)
+    # Records without a collection: only the tuned network's tasks' records could be used; said.
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    for f in (coll / "records").iterdir():
+        (loose / f.name).write_text(f.read_text())
+    forget()
+    capsys.readouterr()
+    inputs, _, info = _tune_ansor.pretrain_records(str(loose))
+    _tune_ansor._say_pretrain(info)
+    assert inputs == [] and info["pretrain_unmatched_reasons"] == {"not_from_a_collection": picked}
+    assert "only the network's own tasks' records can be used" in capsys.readouterr().err
