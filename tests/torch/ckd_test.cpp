@@ -386,12 +386,10 @@ struct TwoPlatforms {
 };
 
 CkdOptions small_options() {
-  CkdOptions o;
-  o.kb = test::make_config(16);
+  CkdOptions o = tiny_options();
   o.epochs_cl = 2;
   o.epochs_kd = 2;
   o.min_steps = 30;
-  o.progress = false;
   return o;
 }
 
