@@ -83,7 +83,7 @@ def run_finished(run_dir: str, trials: int) -> bool:
     s = read_json(os.path.join(run_dir, "tune.json"))
     lat = read_json(os.path.join(run_dir, "latency.json"))
     return bool(s and lat and s.get("trials_requested") == trials and lat.get("trials") == s.get("trials")
-                and s.get("sessions"))
+                and s.get("runs"))
 
 
 # -- curves ---------------------------------------------------------------------------------------------

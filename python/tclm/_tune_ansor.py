@@ -16,7 +16,7 @@ task was extracted here. For records of a ``tclm collect --scheduler ansor`` col
 provenance.json in their directory or one above, up to the parent of --pretrain-records), the
 collection's networks (its --networks and --onnx files, of every run) are extracted first with its
 target and core count, which registers their workloads; other records can only be used when they are
-of the tuned network's own tasks. tune.json's session reports the records read, matched, not matched
+of the tuned network's own tasks. tune.json's entry of the run reports the records read, matched, not matched
 (by reason), the networks extracted per collection and the records XGBModel trained on (the
 successfully measured ones: a failed measurement has no weight).
 
@@ -543,7 +543,7 @@ def make_cost_model(a, out: str, tasks, per_round: int, resuming: bool, timers: 
 
 def tune(a, out: str, tasks, weights, target, summary: dict) -> dict:
     """Runs (or continues) Ansor's task scheduler up to a.trials measurements in all. Returns this
-    session's entry for summary["sessions"]."""
+    run's entry for summary["runs"]."""
     import random as pyrandom
 
     import numpy as np
@@ -640,27 +640,27 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> dict:
                            per_task_early_stopping=a.per_task_early_stopping or None)
         except _Stop:
             pass
-        except KeyboardInterrupt:  # Ctrl-C: keep this session's numbers in tune.json, then stop
+        except KeyboardInterrupt:  # Ctrl-C: keep this run's numbers in tune.json, then stop
             interrupted = True
     seconds = time.time() - t_start
     s = timers.seconds
-    session = {"started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t_start)), "trials_before": done,
-               "trials_after": log_trials(log, tasks), "per_round": per_round, "tune_seconds": seconds,
-               "measure_build_seconds": s["build"], "measure_run_seconds": s["run"],
-               "model_update_seconds": s["model_update"], "model_predict_seconds": s["model_predict"],
-               "search_seconds": max(0.0, seconds - s["build"] - s["run"] - s["model_update"] - s["model_predict"]),
-               **model_info}
+    run = {"started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t_start)), "trials_before": done,
+           "trials_after": log_trials(log, tasks), "per_round": per_round, "tune_seconds": seconds,
+           "measure_build_seconds": s["build"], "measure_run_seconds": s["run"],
+           "model_update_seconds": s["model_update"], "model_predict_seconds": s["model_predict"],
+           "search_seconds": max(0.0, seconds - s["build"] - s["run"] - s["model_update"] - s["model_predict"]),
+           **model_info}
     if hasattr(cost_model, "stats"):
         st = cost_model.stats()
-        session.update(tclm_trainings=st["trainings"], tclm_train_seconds=st["train_seconds"],
-                       tclm_predicted=st["predicted"], tclm_unreadable=st["unreadable"], tclm_final_model=st["model"])
+        run.update(tclm_trainings=st["trainings"], tclm_train_seconds=st["train_seconds"],
+                   tclm_predicted=st["predicted"], tclm_unreadable=st["unreadable"], tclm_final_model=st["model"])
     if interrupted:
-        session["interrupted"] = True
-        summary["sessions"].append(session)
+        run["interrupted"] = True
+        summary["runs"].append(run)
         write_json_atomic(os.path.join(out, SUMMARY), summary)
-        _say(f"interrupted after {session['trials_after']} trials; rerun the same command to continue")
+        _say(f"interrupted after {run['trials_after']} trials; rerun the same command to continue")
         raise KeyboardInterrupt
-    return session
+    return run
 
 
 def compile_network(net, target, log: Optional[str]):
@@ -874,20 +874,20 @@ def _run(p: argparse.ArgumentParser, a, out: str) -> int:
                     "threads": os.environ.get("TVM_NUM_THREADS")},
         "extract_seconds": extract_seconds,
     })
-    summary.setdefault("sessions", [])
+    summary.setdefault("runs", [])
     write_json_atomic(summary_path, summary)
 
-    session = tune(a, out, tasks, weights, target, summary)
-    if session:
-        summary["sessions"].append(session)
-    sessions = summary["sessions"]
+    run = tune(a, out, tasks, weights, target, summary)
+    if run:
+        summary["runs"].append(run)
+    runs = summary["runs"]
     summary["trials"] = log_trials(os.path.join(out, LOG), tasks)
     curve = read_curve(os.path.join(out, CURVE))
     summary["final_estimated_ms"] = float(curve[-1]["estimated_ms"]) if curve and curve[-1]["estimated_ms"] else None
-    summary["time"] = {k: sum(s.get(k, 0.0) for s in sessions) for k in (
+    summary["time"] = {k: sum(s.get(k, 0.0) for s in runs) for k in (
         "tune_seconds", "measure_build_seconds", "measure_run_seconds", "model_update_seconds",
         "model_predict_seconds", "search_seconds")}
-    summary["time"]["tclm_train_seconds"] = sum(s.get("tclm_train_seconds", 0.0) for s in sessions)
+    summary["time"]["tclm_train_seconds"] = sum(s.get("tclm_train_seconds", 0.0) for s in runs)
     write_json_atomic(summary_path, summary)
 
     if not a.no_compile:

@@ -28,7 +28,7 @@ FAST = ["--population", "32", "--search-param", "evolutionary_search_num_iters=1
 
 @pytest.fixture(autouse=True)
 def _threads(monkeypatch):
-    # What main() sets by default (setdefault); keeps it out of the other tests of the session.
+    # What main() sets by default (setdefault); keeps it out of the other tests in this process.
     monkeypatch.setenv("TVM_NUM_THREADS", "2")
 
 
@@ -41,27 +41,27 @@ def test_tune_tiny_network_end_to_end_and_resume(model, tmp_path):
     out = tmp_path / "tune"
     base = ["--network", "tiny", "--model", str(model), "--out", str(out), "--per-round", "3",
             "--min-new-records", "3"] + FAST
-    # First session: 9 trials, tuning only.
+    # First run: 9 trials, tuning only.
     assert _tune_ansor.main(base + ["--trials", "9", "--no-compile"]) == 0
     log = out / "tuning.json"
     first = list(auto_scheduler.load_records(str(log)))
     assert 9 <= len(first) < 12
     assert not (out / "latency.json").exists()
-    # Second session continues the same log up to 12 trials, then compiles, measures and verifies.
+    # A second run continues the same log up to 12 trials, then compiles, measures and verifies.
     assert _tune_ansor.main(base + ["--trials", "12", "--verify"]) == 0
     records = list(auto_scheduler.load_records(str(log)))
     assert len(records) >= 12 and [str(i.state) for i, _ in records[:len(first)]] == \
         [str(i.state) for i, _ in first]
     summary = json.loads((out / "tune.json").read_text())
     assert summary["network"] == "tiny" and len(summary["tasks"]) == 3 and summary["cost_model"] == "tclm"
-    assert summary["trials"] == len(records) and len(summary["sessions"]) == 2
+    assert summary["trials"] == len(records) and len(summary["runs"]) == 2
     assert summary["machine"]["tvm_version"] == tvm.__version__ and summary["machine"]["cpu_cores"] >= 1
-    s1, s2 = summary["sessions"]
+    s1, s2 = summary["runs"]
     assert s1["trials_before"] == 0 and s2["trials_before"] == len(first) and s2["trials_after"] == len(records)
     for s in (s1, s2):
         assert s["measure_build_seconds"] > 0 and s["measure_run_seconds"] > 0 and s["tune_seconds"] > 0
         assert s["tclm_unreadable"] == 0
-    # Fine-tuned online (every 3 new measurements), the second session from the first one's last model.
+    # Fine-tuned online (every 3 new measurements), the second run from the first one's last model.
     assert s1["tclm_trainings"] >= 1 and s2["start_model"].endswith(f"model-{s1['tclm_trainings']}/best.tclm")
     # The log's best per task gives the final estimate. (Some candidates of tiny's dense task fail to
     # build in TVM 0.19, layout rewrite: a few trials may find no valid one for it.)
@@ -104,7 +104,7 @@ def test_tune_tiny_network_end_to_end_and_resume(model, tmp_path):
     assert len(list(auto_scheduler.load_records(str(log)))) == len(records)
     assert (out / "latency.json").stat().st_mtime_ns == stamp
     again = json.loads((out / "tune.json").read_text())
-    assert len(again["sessions"]) == 2 and len(read_csv(out / "curve.csv")) == len(curve)
+    assert len(again["runs"]) == 2 and len(read_csv(out / "curve.csv")) == len(curve)
     # Another cost model into the same --out is refused.
     with pytest.raises(SystemExit):
         _tune_ansor.main(["--network", "tiny", "--cost-model", "random", "--out", str(out), "--trials", "12"] + FAST)
@@ -224,7 +224,7 @@ def test_xgb_pre_pretrains_on_another_networks_collection(tmp_path, monkeypatch,
     err = capsys.readouterr().err
     summary = json.loads((out / "tune.json").read_text())
     assert not keys & {t["workload_key"] for t in summary["tasks"]}
-    (s,) = summary["sessions"]
+    (s,) = summary["runs"]
     assert (s["pretrain_files"], s["pretrain_records"], s["pretrain_records_usable"]) == (3, picked, picked), s
     assert s["pretrain_records_unmatched"] == 0 and s["pretrain_unmatched_reasons"] == {}
     (c,) = s["pretrain_collections"]
