@@ -125,6 +125,8 @@ def add_tune_options(p: argparse.ArgumentParser, min_new_records: int) -> None:
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1,
                    help="target num-cores, builder workers and the runtime's threads (TVM_NUM_THREADS unless set)")
     p.add_argument("--mcpu", default="native", help="LLVM CPU: native (this machine's) or a name such as generic")
+    p.add_argument("--mtriple", default=None, help="LLVM target triple of the devices when they are not this "
+                   "machine's kind (e.g. aarch64-linux-gnu with --rpc-key; default: this machine's)")
     p.add_argument("--min-repeat-ms", type=int, default=100,
                    help="measuring a candidate: each of its 3 runs lasts at least this long")
     p.add_argument("--build-timeout", type=int, default=60, help="seconds per candidate build")
@@ -138,3 +140,6 @@ def add_tune_options(p: argparse.ArgumentParser, min_new_records: int) -> None:
     p.add_argument("--latency-repeat", type=int, default=10, help="network latency: time_evaluator repeats")
     p.add_argument("--latency-min-repeat-ms", type=int, default=500,
                    help="network latency: each repeat runs the network for at least this long")
+    from ._remote import add_rpc_options  # noqa: PLC0415 - _remote imports this module
+
+    add_rpc_options(p)

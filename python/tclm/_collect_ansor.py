@@ -29,6 +29,11 @@ Measurement: Ansor's LocalBuilder (``--cores`` parallel builds, ``--build-timeou
 batches of ``--batch``; each batch is appended to the task's record file OUT/records/<index>-<hash>.json
 (one standard record line per program, ``auto_scheduler.load_records`` and ``tclm train -d`` read
 it), failures included with their error_no (build/run errors, timeouts: counted, never fatal).
+With ``--rpc-key`` (tclm._remote) the programs are built here and measured by Ansor's RPCRunner on
+every device registered under the key at the tracker (``--rpc-tracker`` or ``$TVM_TRACKER_HOST`` /
+``$TVM_TRACKER_PORT``); the devices' ``--mcpu`` (and ``--mtriple``), ``--cores`` and ``--platform``
+must then be given, and provenance.json names the tracker, the key and the devices instead of this
+CPU. Candidates a device loses are run timeouts; the collection stops when no device is left.
 Defaults (3 repeats, one run each, of at least 20 ms: ``--min-repeat-ms`` adds runs to fast
 programs; 10 s run and 30 s build timeouts; 2 parallel builds on 2 cores): a 40-task x 256-program
 collection measuring everything (~10k programs) should take ~1.5-2 hours on an idle 2-core machine.
@@ -66,6 +71,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from ._cli import claim_output_dir, cpu_info, finite_float, release_output_dir, write_json_atomic
+from ._remote import Remote, add_rpc_options, ansor_runner, from_args, report_device_losses, require_remote_target
 
 #: Record error numbers (auto_scheduler.MeasureErrorNo) by name, for collect.json.
 ERROR_NAMES = {1: "instantiation", 2: "compile_host", 3: "compile_device", 4: "runtime_device", 5: "wrong_answer",
@@ -274,16 +280,23 @@ def append_records(path: str, inputs, results) -> None:
 
 
 class Measurer:
-    """Ansor's LocalBuilder and LocalRunner with the collection's settings."""
+    """Ansor's LocalBuilder and LocalRunner with the collection's settings; with `remote`, the
+    RPCRunner on the devices of the tracker's key instead of the LocalRunner."""
 
-    def __init__(self, settings: dict, cores: int):
+    def __init__(self, settings: dict, cores: int, remote: Optional[Remote] = None):
         from tvm import auto_scheduler
 
+        self.remote = remote
+        self.devices_left = True
         self.builder = auto_scheduler.LocalBuilder(timeout=settings["build_timeout"], n_parallel=cores)
-        self.runner = auto_scheduler.LocalRunner(timeout=settings["timeout"], number=settings["number"],
-                                                 repeat=settings["repeat"], min_repeat_ms=settings["min_repeat_ms"],
-                                                 cooldown_interval=settings["cooldown"],
-                                                 enable_cpu_cache_flush=settings["cache_flush"])
+        runner_settings = dict(timeout=settings["timeout"], number=settings["number"], repeat=settings["repeat"],
+                               min_repeat_ms=settings["min_repeat_ms"])
+        if remote is not None:
+            self.runner = ansor_runner(remote, **runner_settings, cooldown=settings["cooldown"],
+                                       cache_flush=settings["cache_flush"])
+        else:
+            self.runner = auto_scheduler.LocalRunner(**runner_settings, cooldown_interval=settings["cooldown"],
+                                                     enable_cpu_cache_flush=settings["cache_flush"])
 
     def measure(self, inputs):
         """One MeasureResult per input; an unexpected failure of the whole batch gives every input an
@@ -292,7 +305,10 @@ class Measurer:
 
         try:
             built = self.builder.build(inputs, verbose=0)
-            return list(self.runner.run(inputs, built, verbose=0))
+            results = list(self.runner.run(inputs, built, verbose=0))
+            self.devices_left = report_device_losses(
+                self.remote, [int(r.error_no) for r in results], lambda m: print(f"tclm collect: {m}", file=sys.stderr))
+            return results
         except Exception as e:  # noqa: BLE001 - recorded as failed measurements, never fatal
             msg = f"tclm collect: measuring failed: {type(e).__name__}: {e}"[:2000]
             return [auto_scheduler.MeasureResult([_MAX_FLOAT], 8, msg, 0.0, time.time()) for _ in inputs]
@@ -323,6 +339,9 @@ def collect_task(entry: dict, path: str, settings: dict, measurer: Measurer, bat
         append_records(path, inputs, results)
         for i, res in zip(chunk, results):
             done[steps_key(json.loads(pool[i][0]))] = int(res.error_no)
+        if not measurer.devices_left:
+            _fail(f"no device is left under {measurer.remote.describe()}: stopping (this batch is recorded; rerun "
+                  "the same command once devices are registered again)")
         new += len(chunk)
         if progress is not None:
             progress(new, len(todo), time.time() - t0)
@@ -402,6 +421,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "%(default)s)")
     p.add_argument("--mcpu", default="native", help="LLVM CPU: native (this machine's, default) or a name such as "
                    "skylake-avx512")
+    p.add_argument("--mtriple", default=None, help="LLVM target triple of the devices when they are not this "
+                   "machine's kind (e.g. aarch64-linux-gnu with --rpc-key; default: this machine's)")
     p.add_argument("--platform", default=None, help="platform name in provenance.json (default: from the CPU model, "
                    "LLVM CPU and cores, e.g. amd-epyc-znver4-2c)")
     p.add_argument("--repeat", type=int, default=3, help="measurements per program (each a record cost; default 3)")
@@ -420,6 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-sample-factor", type=finite_float, default=16.0,
                    help="stop sampling a task after this many times --pool programs drawn (default 16)")
     p.add_argument("--limit-tasks", type=int, default=0, help="collect only the first N tasks (0 = all; for trials)")
+    add_rpc_options(p)
     return p
 
 
@@ -458,21 +480,23 @@ def main(argv: Optional[List[str]] = None) -> int:
         p.error("give --networks and/or --onnx")
     if a.input and not a.onnx:
         p.error("--input applies to --onnx models")
-    return collect(a, networks, excluded, argv)
+    require_remote_target(a, p, argv, need_platform=True)
+    remote = from_args(a, p)
+    return collect(a, networks, excluded, argv, remote)
 
 
-def collect(a, networks: List[str], excluded: List[str], argv: List[str]) -> int:
+def collect(a, networks: List[str], excluded: List[str], argv: List[str], remote: Optional[Remote] = None) -> int:
     os.environ.setdefault("TOPHUB_LOCATION", "NONE")
     # Ansor's runner and the extracted tasks take the core count from the runtime's thread pool.
     os.environ.setdefault("TVM_NUM_THREADS", str(a.cores))
     claim_output_dir(a.out, "collect")
     try:
-        return _collect(a, networks, excluded, argv)
+        return _collect(a, networks, excluded, argv, remote)
     finally:
         release_output_dir(a.out)
 
 
-def _collect(a, networks: List[str], excluded: List[str], argv: List[str]) -> int:
+def _collect(a, networks: List[str], excluded: List[str], argv: List[str], remote: Optional[Remote]) -> int:
     import tvm
     from tvm import auto_scheduler
 
@@ -480,7 +504,7 @@ def _collect(a, networks: List[str], excluded: List[str], argv: List[str]) -> in
     from .tune_bench import llvm_target
 
     started = _now()
-    target_json = llvm_target(a.cores, a.mcpu)
+    target_json = llvm_target(a.cores, a.mcpu, a.mtriple)
     target = tvm.target.Target(target_json)
     cpu = cpu_info()
     model, flags = cpu["model"], cpu["flags"]
@@ -502,9 +526,12 @@ def _collect(a, networks: List[str], excluded: List[str], argv: List[str]) -> in
             _fail(f"--out '{a.out}' holds a collection with other settings ("
                   + ", ".join(f"{k}: {old['settings'].get(k)!r} there, {settings[k]!r} now" for k in differ)
                   + "); resume it with the same settings or choose another --out")
+    if remote is not None:  # this machine only builds: its CPU is not the platform's
+        model, flags = None, None
     provenance = {
         "platform": platform, "cpu_model": model, "cores": a.cores, "cpu_flags": flags,
-        "machine": _platform.machine(), "target": str(target), "mcpu": target_json.get("mcpu", "generic"),
+        "measured_on": remote.provenance() if remote is not None else "this machine (local runner)",
+        "machine": _platform.machine() if remote is None else None, "target": str(target), "mcpu": target_json.get("mcpu", "generic"),
         "tvm_version": tvm.__version__, "tclm_version": __version__, "scheduler": "ansor",
         "settings": settings, "networks": networks, "onnx": [os.path.abspath(f) for f in a.onnx],
         "onnx_inputs": a.input, "excluded_networks": excluded,
@@ -535,7 +562,7 @@ def _collect(a, networks: List[str], excluded: List[str], argv: List[str]) -> in
     os.makedirs(records_dir, exist_ok=True)
     previous = {e["workload_key"]: e for e in ((_read_json(report_path) or {}).get("tasks", []))}
     entries = {k: {**e, "new": 0} for k, e in previous.items()}  # tasks of earlier runs stay listed
-    measurer = Measurer(settings, a.cores)
+    measurer = Measurer(settings, a.cores, remote)
     n = len(tasks)
 
     def save_report():

@@ -1,12 +1,12 @@
 """``tclm tune-bench --scheduler ansor --network NAME``: cost models compared on whole networks.
 
-    tclm tune-bench --scheduler ansor --network resnet-18 --models tclm,tclm-public,xgb,xgb-pre,random \\
+    tclm tune-bench --scheduler ansor --network resnet-18 --models tclm,xgb,tclm-public:1,xgb-pre:1,random:1 \\
         --seeds 2 --trials 1000 --tclm-model kb.tclm --public-model public.tclm --pretrain-records DIR \\
         --out out/tune-bench-rn18
 
-Every (network, model, seed) run is one ``tclm tune`` run (tclm._tune_ansor: Ansor's task scheduler over
-all the network's tasks, then the network compiled with the best schedules and its end-to-end latency
-measured) in OUT/runs/NETWORK-MODEL-sSEED/; a finished run is skipped and an interrupted one resumes
+Every (network, model, seed) run (``MODEL:N`` in --models: seeds 0..N-1 for that model, else
+--seeds) is one ``tclm tune`` run (tclm._tune_ansor: Ansor's task scheduler over all the network's
+tasks, then the network compiled with the best schedules and its end-to-end latency measured) in OUT/runs/NETWORK-MODEL-sSEED/; a finished run is skipped and an interrupted one resumes
 from its log. Options this command does not know (--per-round, --population, --search-param,
 --min-repeat-ms, --latency-repeat, ...) go to every run.
 
@@ -56,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
                    help="only ansor (TVM 0.19, .venv-ansor) tunes networks here")
     p.add_argument("--network", required=True, help="comma-separated relay.testing networks (tclm tune --help)")
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated: " + ", ".join(MODELS)
-                   + " (default: all)")
+                   + " (default: all); MODEL:N runs that model with seeds 0..N-1 instead of --seeds")
     p.add_argument("--seeds", type=int, default=2, help="seeds 0..N-1 per network and model (default 2)")
     p.add_argument("--trials", type=int, default=1000, help="measurements per run, over all tasks (default 1000)")
     p.add_argument("--tclm-model", help="model of 'tclm' (Ansor step encoding), e.g. trained on this machine's kind")
@@ -256,20 +256,25 @@ def main(argv: Optional[List[str]] = None) -> int:
     for n in networks:
         if n not in NETWORKS:
             p.error(f"--network: unknown network '{n}' (known: {', '.join(NETWORKS)})")
-    models = [m for m in a.models.split(",") if m]
-    for m in models:
+    if a.seeds <= 0 or a.trials <= 0:
+        p.error("--seeds and --trials must be positive")
+    seeds: Dict[str, int] = {}
+    for entry in (e for e in a.models.split(",") if e):
+        m, _, n = entry.partition(":")
         if m not in MODELS:
             p.error(f"--models: unknown model '{m}' ({', '.join(MODELS)})")
-    if len(set(models)) != len(models):
-        p.error("--models: a model is listed twice")
+        if m in seeds:
+            p.error("--models: a model is listed twice")
+        if n and not (n.isdigit() and int(n) > 0):
+            p.error(f"--models: '{entry}': the number of seeds after ':' must be a positive integer")
+        seeds[m] = int(n) if n else a.seeds
+    models = list(seeds)
     for m, opt, val in (("tclm", "--tclm-model", a.tclm_model), ("tclm-public", "--public-model", a.public_model),
                         ("xgb-pre", "--pretrain-records", a.pretrain_records)):
         if m in models and not val:
             p.error(f"--models {m} needs {opt}")
         if m in models and not os.path.exists(val):
             p.error(f"{opt} '{val}' does not exist")
-    if a.seeds <= 0 or a.trials <= 0:
-        p.error("--seeds and --trials must be positive")
     for opt in ("--cost-model", "--model", "--out", "--seed", "--onnx", "--input", "--no-compile"):
         if any(r == opt or r.startswith(opt + "=") for r in rest):
             p.error(f"{opt}: the benchmark sets it for every run (or needs what it turns off)")
@@ -280,21 +285,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         p.error(f"options for the runs not understood: {' '.join(rest)} (tclm tune --help lists them)")
     claim_output_dir(a.out, "tune-bench")
     try:
-        return _bench(a, rest, networks, models)
+        return _bench(a, rest, networks, seeds)
     finally:
         release_output_dir(a.out)
 
 
-def _bench(a, rest: List[str], networks: List[str], models: List[str]) -> int:
+def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> int:
     from . import _tune_ansor
 
+    models = list(seeds)
     runs_dir = os.path.join(a.out, "runs")
     os.makedirs(runs_dir, exist_ok=True)
     runs: Dict[Tuple[str, str, int], str] = {}
     t0 = time.time()
     for net in networks:
-        for seed in range(a.seeds):
-            for m in models:
+        for seed in range(max(seeds.values())):  # seed 0 of every model first: a stopped run still compares
+            for m in (m for m in models if seed < seeds[m]):
                 name = f"{net}-{m}-s{seed}"
                 d = os.path.join(runs_dir, name)
                 runs[(net, m, seed)] = d
@@ -332,7 +338,7 @@ def _bench(a, rest: List[str], networks: List[str], models: List[str]) -> int:
     header = (f"## Ansor network tuning: {', '.join(f'{n} ({ntasks[n]} tasks)' for n in networks)}\n\n"
               f"CPU: {mach.get('cpu_model', '?')}, {mach.get('cpu_cores', '?')} cores "
               f"({mach.get('threads', '?')} threads); TVM {mach.get('tvm_version', '?')}; "
-              f"{a.trials} trials per run, seeds 0..{a.seeds - 1}"
+              f"{a.trials} trials per run; seeds: {', '.join(f'{m} {n}' for m, n in seeds.items())}"
               + (f"; run options: {' '.join(rest)}" if rest else "") + ".\n\n"
               "Estimated latency: Ansor's sum over tasks of weight x best measured latency (median over seeds of "
               "the final value; a task none of whose candidates built and ran is left out: tasks_given_up in "

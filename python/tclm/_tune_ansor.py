@@ -44,12 +44,15 @@ import json
 import math
 import os
 import platform
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from typing import Dict, List, Optional
 
 from ._cli import add_tune_options, claim_output_dir, cpu_info, read_json, release_output_dir, write_json_atomic
+from ._remote import ansor_runner, from_args, report_device_losses, require_remote_target
 
 COST_MODELS = ("tclm", "xgb", "xgb-pre", "random")
 CURVE_FIELDS = ["round", "trials", "wall_seconds", "estimated_ms", "tasks_with_schedule", "tasks_given_up", "task"]
@@ -382,7 +385,8 @@ class Timers:
     """Wall seconds spent in Ansor's builder and runner (the global functions LocalBuilder/LocalRunner
     call, wrapped while tuning) and in the cost model's update/predict."""
 
-    NAMES = {"auto_scheduler.local_builder.build": "build", "auto_scheduler.local_runner.run": "run"}
+    NAMES = {"auto_scheduler.local_builder.build": "build", "auto_scheduler.local_runner.run": "run",
+             "auto_scheduler.rpc_runner.run": "run"}
 
     def __init__(self):
         self.seconds = {"build": 0.0, "run": 0.0, "model_update": 0.0, "model_predict": 0.0}
@@ -448,6 +452,10 @@ def timed_model(model, timers: Timers):
 
 class _Stop(Exception):
     """Raised by the round callback to end the task scheduler's loop at the trial budget."""
+
+
+class _DevicesGone(Exception):
+    """Raised by the round callback when no device is left under the --rpc-key."""
 
 
 def read_curve(path: str) -> List[dict]:
@@ -585,12 +593,22 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> dict:
     remaining = a.trials - done
     t_start = time.time()
 
+    devices_left = [True]
+
+    class DeviceWatch(auto_scheduler.measure.PythonBasedMeasureCallback):
+        """With --rpc-key: says how many candidates of a batch the remote devices lost."""
+
+        def callback(self, policy, inputs, results):
+            devices_left[0] = report_device_losses(a.remote, [int(r.error_no) for r in results], _say)
+
     class Round(TaskSchedulerCallback):
         rounds = 0
 
         def pre_tune(self, ts, task_id):
             if ts.ct >= remaining:
                 raise _Stop()
+            if not devices_left[0]:
+                raise _DevicesGone()
 
         def post_tune(self, ts, task_id):
             costs = list(ts.best_costs)
@@ -618,8 +636,10 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> dict:
         num_measure_trials=a.trials, num_measures_per_round=per_round,
         early_stopping=a.early_stopping if a.early_stopping > 0 else None, verbose=0,
         builder=auto_scheduler.LocalBuilder(n_parallel=a.cores, timeout=a.build_timeout),
-        runner=auto_scheduler.LocalRunner(number=3, repeat=1, min_repeat_ms=a.min_repeat_ms, timeout=a.run_timeout),
-        measure_callbacks=[auto_scheduler.RecordToFile(log)])
+        runner=(ansor_runner(a.remote, timeout=a.run_timeout, number=3, repeat=1, min_repeat_ms=a.min_repeat_ms)
+                if a.remote is not None else
+                auto_scheduler.LocalRunner(number=3, repeat=1, min_repeat_ms=a.min_repeat_ms, timeout=a.run_timeout)),
+        measure_callbacks=[auto_scheduler.RecordToFile(log)] + ([DeviceWatch()] if a.remote is not None else []))
     # Ansor drops a task whose first round measured nothing valid (e.g. every candidate failed to
     # build); with no schedule the estimate never exists and the network keeps TVM's fallback for it.
     # Give such a task a.retry_failed_tasks more rounds (the gradient strategy picks it at once).
@@ -642,6 +662,8 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> dict:
             pass
         except KeyboardInterrupt:  # Ctrl-C: keep this run's numbers in tune.json, then stop
             interrupted = True
+        except _DevicesGone:
+            interrupted = "devices"
     seconds = time.time() - t_start
     s = timers.seconds
     run = {"started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t_start)), "trials_before": done,
@@ -658,6 +680,9 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> dict:
         run["interrupted"] = True
         summary["runs"].append(run)
         write_json_atomic(os.path.join(out, SUMMARY), summary)
+        if interrupted == "devices":
+            raise SystemExit(f"tclm tune: error: no device is left under {a.remote.describe()}: stopped after "
+                             f"{run['trials_after']} trials; rerun the same command once devices are registered again")
         _say(f"interrupted after {run['trials_after']} trials; rerun the same command to continue")
         raise KeyboardInterrupt
     return run
@@ -684,12 +709,13 @@ def random_inputs(net, seed: int = 0) -> Dict[str, object]:
     return {name: rng.standard_normal(shape).astype(dtype) for name, (shape, dtype) in net.inputs.items()}
 
 
-def run_network(lib, inputs: Dict[str, object]):
-    """(graph executor module, its outputs as numpy arrays) for `inputs`."""
+def run_network(lib, inputs: Dict[str, object], dev=None):
+    """(graph executor module, its outputs as numpy arrays) for `inputs`, on `dev` (a remote
+    session's device and the module loaded there, or this CPU)."""
     import tvm
     from tvm.contrib import graph_executor
 
-    dev = tvm.cpu()
+    dev = dev or tvm.cpu()
     m = graph_executor.GraphModule(lib["default"](dev))
     for name, value in inputs.items():
         m.set_input(name, value)
@@ -699,10 +725,8 @@ def run_network(lib, inputs: Dict[str, object]):
 
 def measure(a, out: str, net, tasks, weights, target) -> dict:
     """Compiles the network with the best schedules of the log, measures its end-to-end latency
-    (optionally checks its outputs against the default-schedule build) and writes latency.json."""
-    import numpy as np
-    import tvm
-
+    (optionally checks its outputs against the default-schedule build) and writes latency.json; with
+    --rpc-key, both run on a device under the key (uploaded as a tar the device links)."""
     log = os.path.join(out, LOG)
     trials = log_trials(log, tasks)
     best = best_by_task(log, tasks)
@@ -714,11 +738,35 @@ def measure(a, out: str, net, tasks, weights, target) -> dict:
     lib = compile_network(net, target, log)
     compile_seconds = time.time() - t0
     inputs = random_inputs(net)
-    m, outputs = run_network(lib, inputs)
+    tmp = tempfile.mkdtemp(prefix="tclm-net-")
+    dev, sess = None, None
+    if a.remote is not None:
+        from ._remote import load_on_device, session
+
+        _say(f"measuring on a device under {a.remote.describe()}")
+        sess = session(a.remote)
+        dev = sess.cpu()
+
+    def on_device(built, name):
+        return load_on_device(sess, built, tmp, name) if sess is not None else built
+
+    try:
+        return _measure_latency(a, out, net, tasks, weights, target, log, trials, best, missing, compile_seconds,
+                                on_device(lib, "net.tar"), dev, inputs, on_device)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _measure_latency(a, out, net, tasks, weights, target, log, trials, best, missing, compile_seconds, lib, dev,
+                     inputs, on_device) -> dict:
+    import numpy as np
+    import tvm
+
+    m, outputs = run_network(lib, inputs, dev)
     _say(f"compiled in {compile_seconds:.1f} s; measuring latency ({a.latency_repeat} repeats of "
          f">= {a.latency_min_repeat_ms} ms)")
     t0 = time.time()
-    ftimer = m.module.time_evaluator("run", tvm.cpu(), number=1, repeat=a.latency_repeat,
+    ftimer = m.module.time_evaluator("run", dev or tvm.cpu(), number=1, repeat=a.latency_repeat,
                                      min_repeat_ms=a.latency_min_repeat_ms)
     secs = [float(x) for x in ftimer().results]
     measure_seconds = time.time() - t0
@@ -729,14 +777,15 @@ def measure(a, out: str, net, tasks, weights, target) -> dict:
         "repeats_ms": ms,
         "settings": {"executor": "graph", "repeat": a.latency_repeat, "min_repeat_ms": a.latency_min_repeat_ms,
                      "number": "grown by TVM to min_repeat_ms", "threads": os.environ.get("TVM_NUM_THREADS"),
-                     "target": str(target)},
+                     "target": str(target),
+                     "device": a.remote.provenance() if a.remote is not None else "this machine"},
         "estimated_ms": estimate_ms(best, weights) if len(missing) < len(best) else None,
         "tasks_without_schedule": missing, "compile_seconds": compile_seconds, "measure_seconds": measure_seconds,
     }
     if a.verify:
         _say("verifying: building with TVM's default schedules (TVM says they are not tuned: expected)")
         t0 = time.time()
-        _, want = run_network(compile_network(net, target, None), inputs)
+        _, want = run_network(on_device(compile_network(net, target, None), "default.tar"), inputs, dev)
         errs = [float(np.max(np.abs(o - w))) if o.size else 0.0 for o, w in zip(outputs, want)]
         scale = [float(np.max(np.abs(w))) if w.size else 0.0 for w in want]
         ok = all(e <= 1e-3 * max(1.0, s) for e, s in zip(errs, scale))
@@ -756,7 +805,8 @@ def summary_network_name(a) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = parser()
-    a = p.parse_args(sys.argv[1:] if argv is None else list(argv))
+    argv = sys.argv[1:] if argv is None else list(argv)
+    a = p.parse_args(argv)
     # -- refuse bad input before anything slow
     if a.network:
         if a.network not in _network_names():
@@ -821,6 +871,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 type(known[k])(v)
             except ValueError:
                 p.error(f"--search-param {kv}: not a {type(known[k]).__name__}")
+    require_remote_target(a, p, argv, need_platform=False)
+    a.remote = from_args(a, p)
     claim_output_dir(out, "tune")
     try:
         return _run(p, a, out)
@@ -841,7 +893,7 @@ def _run(p: argparse.ArgumentParser, a, out: str) -> int:
         p.error(str(e))
     except Exception as e:  # noqa: BLE001 - e.g. a corrupt ONNX file or one Relay cannot import
         p.error(f"cannot import {a.onnx or a.network}: {type(e).__name__}: {e}")
-    target = tvm.target.Target(llvm_target(a.cores, a.mcpu))
+    target = tvm.target.Target(llvm_target(a.cores, a.mcpu, a.mtriple))
     from .networks import extract_ansor_tasks
 
     t0 = time.time()
@@ -869,7 +921,8 @@ def _run(p: argparse.ArgumentParser, a, out: str) -> int:
         "tasks": [{"workload_key": t.workload_key, "desc": t.desc, "weight": int(w),
                    "flop_ct": float(t.compute_dag.flop_ct)} for t, w in zip(tasks, weights)],
         "trials_requested": a.trials, "pretrain_records": a.pretrain_records,
-        "settings": {k: v for k, v in vars(a).items() if k not in ("network", "onnx", "out")},
+        "settings": {k: v for k, v in vars(a).items() if k not in ("network", "onnx", "out", "remote")},
+        "measured_on": a.remote.provenance() if a.remote is not None else "this machine (local runner)",
         "machine": {**_machine(), "tvm_version": tvm.__version__, "python": platform.python_version(),
                     "threads": os.environ.get("TVM_NUM_THREADS")},
         "extract_seconds": extract_seconds,

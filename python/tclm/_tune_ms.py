@@ -49,6 +49,7 @@ import time
 from typing import Dict, List, Optional
 
 from ._cli import add_tune_options, claim_output_dir, cpu_info, read_json, release_output_dir, write_json_atomic
+from ._remote import from_args, ms_runner, require_remote_target
 
 COST_MODELS = ("tclm", "xgb", "random")
 CURVE_FIELDS = ["trials", "wall_seconds", "task", "batch_size", "batch_best_seconds", "estimated_latency_seconds"]
@@ -331,8 +332,20 @@ def check_model(a, parser) -> None:
                      "(tclm collect + tclm train -d on MetaSchedule databases)")
 
 
+def make_runner(a, ms):
+    """MetaSchedule's LocalRunner, or its RPCRunner on the devices of --rpc-key."""
+    config = ms.runner.EvaluatorConfig(number=3, repeat=1, min_repeat_ms=a.min_repeat_ms,
+                                       enable_cpu_cache_flush=False)
+    if a.remote is not None:
+        return ms_runner(a.remote, timeout=a.run_timeout, evaluator_config=config)
+    return ms.runner.LocalRunner(timeout_sec=a.run_timeout, evaluator_config=config)
+
+
 def measure_latency(a, net, db, target, out: str, n_records: int) -> dict:
-    """Compiles the network with the database's best schedules and times it with the Relax VM."""
+    """Compiles the network with the database's best schedules and times it with the Relax VM (on a
+    device under --rpc-key when given: uploaded as a tar the device links)."""
+    import tempfile
+
     import numpy as np
     import tvm
     from tvm import relax
@@ -344,6 +357,13 @@ def measure_latency(a, net, db, target, out: str, n_records: int) -> dict:
     ex = ms.relax_integration.compile_relax(db, net.mod, target, net.params or None)
     compile_s = time.time() - t0
     dev = tvm.cpu()
+    if a.remote is not None:
+        from ._remote import load_on_device, session
+
+        sess = session(a.remote)
+        dev = sess.cpu()
+        with tempfile.TemporaryDirectory(prefix="tclm-net-") as tmp:
+            ex = load_on_device(sess, ex, tmp)
     vm = relax.VirtualMachine(ex, dev)
     inputs = [tvm.runtime.tensor(v, dev) for v in random_inputs(net, a.seed).values()]
     out0 = vm["main"](*inputs)
@@ -360,7 +380,8 @@ def measure_latency(a, net, db, target, out: str, n_records: int) -> dict:
            "settings": {"evaluator": "relax.VirtualMachine.time_evaluator", "number": 1, "repeat": a.latency_repeat,
                         "min_repeat_ms": a.latency_min_repeat_ms,
                         "note": "each repeat runs main as often as min_repeat_ms needs and reports the mean",
-                        "TVM_NUM_THREADS": os.environ.get("TVM_NUM_THREADS")},
+                        "TVM_NUM_THREADS": os.environ.get("TVM_NUM_THREADS"),
+                        "device": a.remote.provenance() if a.remote is not None else "this machine"},
            "compile_seconds": compile_s, "measure_seconds": measure_s,
            "output_shape": list(first.shape) if first is not None else None}
     return lat
@@ -412,6 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> int:
     t_start = time.time()
     p = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     a = p.parse_args(argv)
     if not a.network and not a.onnx:
         p.error("give --network NAME or --onnx FILE")
@@ -445,6 +467,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         p.error(f"--scheduler metaschedule: this Python ({sys.executable}) has no apache-tvm with "
                 f"tvm.s_tir.meta_schedule ({e}); run it in .venv-tvm (scripts/setup-python.sh)")
     check_model(a, p)
+    require_remote_target(a, p, argv, need_platform=False)
+    a.remote = from_args(a, p)
     out = os.path.abspath(a.out)
     claim_output_dir(out, "tune")
     try:
@@ -465,7 +489,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             net = load_network(a)
         except ValueError as e:
             p.error(str(e))
-        target = Target(llvm_target(a.cores, a.mcpu))
+        target = Target(llvm_target(a.cores, a.mcpu, a.mtriple))
         fused = fuse(net, target)
         extracted = ms.relax_integration.extract_tasks(fused, target)
         wall["extract_seconds"] = time.time() - t0
@@ -513,8 +537,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 num_trials_per_iter=per_iter,
                 builder=ms.builder.LocalBuilder(max_workers=a.cores, timeout_sec=a.build_timeout,
                                                 f_build=build_candidate),
-                runner=ms.runner.LocalRunner(timeout_sec=a.run_timeout, evaluator_config=ms.runner.EvaluatorConfig(
-                    number=3, repeat=1, min_repeat_ms=a.min_repeat_ms, enable_cpu_cache_flush=False)),
+                runner=make_runner(a, ms),
                 database=database, cost_model=cost_model,
                 measure_callbacks=ms.measure_callback.MeasureCallback.create("default") + [curve],
                 task_scheduler=ms.task_scheduler.GradientBased(seed=a.seed))
@@ -561,7 +584,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             "target": str(target), "trials": a.trials, "trials_in_database": measured.total,
             "per_iter": per_iter, "population": a.population, "batch": a.batch if a.network else None,
             "measure": {"number": 3, "repeat": 1, "min_repeat_ms": a.min_repeat_ms, "build_timeout": a.build_timeout,
-                        "run_timeout": a.run_timeout}, "cost_model": a.cost_model, "model": model_info,
+                        "run_timeout": a.run_timeout,
+                        "on": a.remote.provenance() if a.remote is not None else "this machine (local runner)"},
+            "cost_model": a.cost_model, "model": model_info,
             "retrain": a.cost_model == "tclm" and not a.no_retrain, "seed": a.seed, "cores": a.cores,
             "task_weights": "number of calls of each distinct fused TIR function in the network's main "
                             "(relax_integration.extract_tasks after compile_relax's legalization and fusion)",

@@ -39,6 +39,7 @@ import numpy as np
 
 from . import featurize, pool_features, select_samples
 from ._cli import claim_output_dir, finite_float, release_output_dir
+from ._remote import add_rpc_options, from_args, ms_runner, require_remote_target
 from .tune_bench import WORKLOADS, llvm_target, make_workload
 
 _NO_TVM: Optional[ImportError] = None
@@ -88,12 +89,14 @@ def candidate_pool(mod, target, size, seed, max_attempts_factor=4):
     return out, stats
 
 
-def measure(schedules, target, cores, timeout):
-    """Builds and runs `schedules` on this machine; returns one list of run seconds per schedule
-    ([FAILED_RUN_SECONDS] for a failure) and the error messages."""
+def measure(schedules, target, cores, timeout, remote=None):
+    """Builds `schedules` here and runs them on this machine (or on the devices of `remote`, a
+    tclm._remote.Remote); returns one list of run seconds per schedule ([FAILED_RUN_SECONDS] for a
+    failure) and the error messages."""
     ms = _ms()
     builder = ms.builder.LocalBuilder(max_workers=cores, timeout_sec=timeout, f_build=build_candidate)
-    runner = ms.runner.LocalRunner(timeout_sec=timeout)
+    runner = (ms_runner(remote, timeout=timeout, evaluator_config=ms.runner.EvaluatorConfig())
+              if remote is not None else ms.runner.LocalRunner(timeout_sec=timeout))
     built = builder.build([ms.builder.BuilderInput(s.mod, target) for s in schedules])
     secs, errors = [None] * len(schedules), [None] * len(schedules)
     to_run, idx = [], []
@@ -120,14 +123,14 @@ def measure(schedules, target, cores, timeout):
 
 
 def collect_workload(name, out, pool_size, budget, method, seed, cores, timeout, batch, mcpu="native",
-                     progress=True):
+                     progress=True, mtriple=None, remote=None):
     import tvm
     from tvm.target import Target
 
     ms = _ms()
     t0 = time.time()
     mod = tvm.IRModule({"main": make_workload(name)})
-    target = Target(llvm_target(cores, mcpu))
+    target = Target(llvm_target(cores, mcpu, mtriple))
     db_dir = os.path.join(out, name)
     os.makedirs(db_dir, exist_ok=True)
     db = ms.database.JSONDatabase(work_dir=db_dir)
@@ -141,10 +144,12 @@ def collect_workload(name, out, pool_size, budget, method, seed, cores, timeout,
     picks = [int(i) for i in select_samples(points, k, method=method, seed=seed)]
     todo = [i for i in picks if trace_json(pool[i]) not in done]
     stats.update({"workload": name, "pool": len(pool), "picked": len(picks), "already_measured": len(picks) - len(todo),
-                  "measured": 0, "failed": 0, "method": method, "budget": budget, "seed": seed})
+                  "measured": 0, "failed": 0, "method": method, "budget": budget, "seed": seed,
+                  "target": str(target),
+                  "measured_on": remote.provenance() if remote is not None else "this machine (local runner)"})
     for b in range(0, len(todo), batch):
         chunk = [pool[i] for i in todo[b:b + batch]]
-        secs, errors = measure(chunk, target, cores, timeout)
+        secs, errors = measure(chunk, target, cores, timeout, remote)
         for sch, s in zip(chunk, secs):
             db.commit_tuning_record(ms.database.TuningRecord(sch.trace, workload, s, target,
                                                              ms.arg_info.ArgInfo.from_prim_func(sch.mod["main"])))
@@ -190,6 +195,9 @@ def main_metaschedule(argv):
     p.add_argument("--batch", type=int, default=16, help="candidates measured per batch (the database grows per batch)")
     p.add_argument("--mcpu", default="native", help="LLVM CPU: 'native' (this machine's, the default), or a name "
                    "such as 'generic' or 'skylake-avx512'")
+    p.add_argument("--mtriple", default=None, help="LLVM target triple of the devices when they are not this "
+                   "machine's kind (e.g. aarch64-linux-gnu with --rpc-key)")
+    add_rpc_options(p)
     a = p.parse_args(argv)
     if _NO_TVM is not None:
         p.error(f"this Python ({sys.executable}) has no MetaSchedule TVM ({_NO_TVM}); run it in .venv-tvm "
@@ -200,6 +208,8 @@ def main_metaschedule(argv):
     for w in workloads:
         if w not in WORKLOADS:
             p.error(f"--workloads: unknown workload '{w}' ({', '.join(WORKLOADS)})")
+    require_remote_target(a, p, argv, need_platform=False)
+    a.remote = from_args(a, p)
     claim_output_dir(a.out, "collect")
     try:
         return _collect_metaschedule(a, workloads)
@@ -211,7 +221,7 @@ def _collect_metaschedule(a, workloads):
     report = []
     for w in workloads:
         report.append(collect_workload(w, a.out, a.pool, a.budget, a.method, a.seed, a.cores, a.timeout, a.batch,
-                                       a.mcpu))
+                                       a.mcpu, mtriple=a.mtriple, remote=a.remote))
         tmp = os.path.join(a.out, "collect.json.tmp")
         with open(tmp, "w") as f:
             json.dump(report, f, indent=1)

@@ -35,6 +35,7 @@ import sys
 import time
 
 from ._cli import claim_output_dir, release_output_dir
+from ._remote import add_rpc_options, ansor_runner, from_args, ms_runner, require_remote_target
 
 WORKLOADS = {
     # name: (te_workload function, arguments)
@@ -51,10 +52,13 @@ def _ms():
     return ms
 
 
-def llvm_target(cores, mcpu="native"):
+def llvm_target(cores, mcpu="native", mtriple=None):
     """The target JSON for this CPU: mcpu 'native' = LLVM's name of the host CPU (TVM's default without
-    mcpu is 'generic', i.e. baseline x86-64 without the vector extensions)."""
+    mcpu is 'generic', i.e. baseline x86-64 without the vector extensions); mtriple for devices of
+    another kind (cross-compilation, e.g. aarch64-linux-gnu)."""
     t = {"kind": "llvm", "num-cores": cores}
+    if mtriple:
+        t["mtriple"] = mtriple
     if mcpu == "native":
         from tvm.target import codegen
 
@@ -107,7 +111,7 @@ def tune_one(scheduler, *args, **kwargs):
 
 
 def tune_one_ansor(workload, model_name, seed, trials, per_iter, population, work_dir, cores, tclm_model, rows_out,
-                   mcpu="native"):
+                   mcpu="native", mtriple=None, remote=None):
     """One Ansor run (TVM 0.19 auto_scheduler, SketchPolicy): the same measurement settings as the
     MetaSchedule runs (3 runs of at least 100 ms per measurement, builder with `cores` workers)."""
     import random as pyrandom
@@ -122,7 +126,7 @@ def tune_one_ansor(workload, model_name, seed, trials, per_iter, population, wor
     np.random.seed(seed)
     pyrandom.seed(seed)
     fn, wl_args = WORKLOADS[workload]
-    target = tvm.target.Target(llvm_target(cores, mcpu))
+    target = tvm.target.Target(llvm_target(cores, mcpu, mtriple))
     # Ansor takes its core count from the runtime's thread pool, not from the target's num-cores
     # (one core on a 2-vCPU machine): say it, as MetaSchedule reads it from the target.
     task = auto_scheduler.SearchTask(func=FUNCTIONS[fn], args=wl_args, target=target,
@@ -158,7 +162,8 @@ def tune_one_ansor(workload, model_name, seed, trials, per_iter, population, wor
     opts = auto_scheduler.TuningOptions(
         num_measure_trials=trials, num_measures_per_round=per_iter, verbose=0,
         builder=auto_scheduler.LocalBuilder(n_parallel=cores, timeout=60),
-        runner=auto_scheduler.LocalRunner(number=3, repeat=1, min_repeat_ms=100, timeout=30),
+        runner=(ansor_runner(remote, timeout=30, number=3, repeat=1, min_repeat_ms=100) if remote is not None
+                else auto_scheduler.LocalRunner(number=3, repeat=1, min_repeat_ms=100, timeout=30)),
         measure_callbacks=[auto_scheduler.RecordToFile(os.path.join(work_dir, "ansor.json")), Logger()])
     # SketchPolicy draws a random seed for a seed of 0 (`seed or random.randint(...)`): seed + 1.
     policy = auto_scheduler.SketchPolicy(task, program_cost_model=cost_model, seed=seed + 1, verbose=0,
@@ -170,14 +175,14 @@ def tune_one_ansor(workload, model_name, seed, trials, per_iter, population, wor
 
 
 def tune_one_metaschedule(workload, model_name, seed, trials, per_iter, population, work_dir, cores, tclm_model,
-                          rows_out, mcpu="native"):
+                          rows_out, mcpu="native", mtriple=None, remote=None):
     import tvm
     from tvm.ir.utils import derived_object
     from tvm.target import Target
 
     ms = _ms()
     mod = make_workload(workload)
-    target = Target(llvm_target(cores, mcpu))
+    target = Target(llvm_target(cores, mcpu, mtriple))
     t0 = time.time()
     log = []
 
@@ -208,7 +213,8 @@ def tune_one_metaschedule(workload, model_name, seed, trials, per_iter, populati
         mod, target, os.path.join(work_dir, "tune"), max_trials_global=trials, num_trials_per_iter=per_iter,
         cost_model=cost_model, measure_callbacks=callbacks,
         strategy=ms.search_strategy.EvolutionarySearch(population_size=population),
-        runner=ms.runner.LocalRunner(timeout_sec=30),
+        runner=(ms_runner(remote, timeout=30, evaluator_config=ms.runner.EvaluatorConfig(
+            number=3, repeat=1, min_repeat_ms=100)) if remote is not None else ms.runner.LocalRunner(timeout_sec=30)),
         builder=ms.builder.LocalBuilder(max_workers=cores, timeout_sec=60, f_build=build_candidate),
         num_tuning_cores=cores, seed=seed)
     best_rows(log, workload, model_name, seed, rows_out)
@@ -297,6 +303,9 @@ def main(argv=None):
                         "for ansor (required there)")
     p.add_argument("--mcpu", default="native", help="LLVM CPU: 'native' (this machine's, the default), or a name "
                    "such as 'generic' (what docs/tuning.md's first results used)")
+    p.add_argument("--mtriple", default=None, help="LLVM target triple of the devices when they are not this "
+                   "machine's kind (e.g. aarch64-linux-gnu with --rpc-key)")
+    add_rpc_options(p)
     a = p.parse_args(argv)
     models = [m for m in a.models.split(",") if m]
     for m in models:
@@ -312,6 +321,8 @@ def main(argv=None):
     # The runner's thread pool: TVM's default is half the logical CPUs (1 on a 2-vCPU machine), which
     # would run kernels built for --cores on fewer threads. The builder/runner workers inherit it.
     os.environ.setdefault("TVM_NUM_THREADS", str(a.cores))
+    require_remote_target(a, p, argv, need_platform=False)
+    remote = from_args(a, p)
     claim_output_dir(a.out, "tune-bench")
     try:
         os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
@@ -349,8 +360,8 @@ def main(argv=None):
                     work = os.path.join(a.out, "work", name)
                     # An interrupted run's databases would seed this one's search and training: start clean.
                     shutil.rmtree(work, ignore_errors=True)
-                    stats = tune_one(a.scheduler, wl, m, seed, a.trials, a.per_iter, a.population, work, a.cores, a.tclm_model, rows,
-                                     a.mcpu)
+                    stats = tune_one(a.scheduler, wl, m, seed, a.trials, a.per_iter, a.population, work, a.cores,
+                                     a.tclm_model, rows, a.mcpu, mtriple=a.mtriple, remote=remote)
                     tmp = run_csv + ".tmp"
                     with open(tmp, "w", newline="") as f:
                         w = csv.DictWriter(f, FIELDS)

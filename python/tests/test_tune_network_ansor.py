@@ -189,6 +189,27 @@ def test_tune_bench_network_two_models(tmp_path, capsys):
                              "--out", str(tmp_path / "x")])
 
 
+def test_tune_bench_network_seeds_per_model(tmp_path, monkeypatch, capsys):
+    """MODEL:N gives that model its own number of seeds; seed 0 of every model runs first, so that a
+    benchmark stopped part-way still compares every model. The runs themselves are recorded, not tuned."""
+    calls = []
+
+    def fake_tune(args):
+        calls.append((args[args.index("--cost-model") + 1], int(args[args.index("--seed") + 1])))
+        return 0
+
+    monkeypatch.setattr(_tune_ansor, "main", fake_tune)
+    assert _network_bench.main(["--scheduler", "ansor", "--network", "tiny", "--models", "xgb,random:1",
+                                "--seeds", "3", "--trials", "9", "--out", str(tmp_path / "b")]) == 0
+    assert calls == [("xgb", 0), ("random", 0), ("xgb", 1), ("xgb", 2)]
+    assert "seeds: xgb 3, random 1" in (tmp_path / "b" / "summary.md").read_text()
+    for bad in ("xgb:0", "xgb:two", "xgb,xgb:2"):
+        with pytest.raises(SystemExit):
+            _network_bench.main(["--scheduler", "ansor", "--network", "tiny", "--models", bad,
+                                 "--out", str(tmp_path / "x")])
+        assert "--models" in capsys.readouterr().err
+
+
 def test_xgb_pre_pretrains_on_another_networks_collection(tmp_path, monkeypatch, capsys):
     """xgb-pre on a `tclm collect --scheduler ansor` collection of another network: the collection's
     networks (provenance.json) are extracted, so that every record is featurized and the successful
