@@ -136,27 +136,27 @@ def _fmt(x: Optional[float], digits: str = ".4g") -> str:
 
 
 def summarize(runs: Dict[Tuple[str, str, int], str], models: List[str]) -> List[dict]:
-    """Per network and model, over seeds: see the module docstring and SUMMARY_FIELDS."""
+    """Per network and model, over seeds: see the module docstring and SUMMARY_FIELDS. Each run is
+    compared with the reference model's run of the same seed (seed 0 when the reference has no such
+    seed): the trials / seconds at which it first reaches that run's final estimate, and the
+    reference run's own trials / seconds to it divided by them; medians over seeds (a run that never
+    reaches it counts as a ratio of 0)."""
     out = []
     for net in sorted({k[0] for k in runs}):
         data = {}
         for m in models:
-            dirs = [d for (n, mm, _), d in sorted(runs.items()) if n == net and mm == m]
-            curves = [read_curve(d) for d in dirs]
-            if not dirs:
+            seeds = sorted(sd for (n, mm, sd) in runs if n == net and mm == m)
+            if not seeds:
                 continue
+            dirs = [runs[(net, m, sd)] for sd in seeds]
+            curves = [read_curve(d) for d in dirs]
             finals = [next((r[2] for r in reversed(c) if r[2] is not None), None) for c in curves]
             lats = [read_json(os.path.join(d, "latency.json")) or {} for d in dirs]
-            data[m] = {"dirs": dirs, "curves": curves, "finals": finals, "lats": lats}
+            data[m] = {"seeds": seeds, "dirs": dirs, "curves": dict(zip(seeds, curves)), "finals": dict(zip(seeds, finals)),
+                       "lats": lats}
 
-        def reference(m):
-            if m not in data or any(f is None for f in data[m]["finals"]):
-                return None
-            return statistics.median(data[m]["finals"])
-
-        refs = {"xgb": reference("xgb"), "xgb_pre": reference("xgb-pre")}
         for m, d in data.items():
-            known_finals = [f for f in d["finals"] if f is not None]
+            known_finals = [f for f in d["finals"].values() if f is not None]
             means = [lat["mean_ms"] for lat in d["lats"] if "mean_ms" in lat]
             if len(means) > 1:
                 spread = statistics.stdev(means)
@@ -164,21 +164,29 @@ def summarize(runs: Dict[Tuple[str, str, int], str], models: List[str]) -> List[
                 spread = d["lats"][0].get("std_ms", 0.0)
             else:
                 spread = None
+            curves = list(d["curves"].values())
             row = {"network": net, "model": m, "seeds": len(d["dirs"]),
-                   "trials": _fmt(_median([c[-1][0] for c in d["curves"] if c]), "g"),
-                   "final_estimated_ms": _fmt(_median(known_finals) if len(known_finals) == len(d["finals"]) else None),
+                   "trials": _fmt(_median([c[-1][0] for c in curves if c]), "g"),
+                   "final_estimated_ms": _fmt(_median(known_finals) if len(known_finals) == len(curves) else None),
                    "measured_ms": _fmt(statistics.mean(means) if means else None),
                    "measured_spread_ms": _fmt(spread, ".2g"),
-                   "wall_seconds": _fmt(_median([c[-1][1] for c in d["curves"] if c]), ".0f")}
+                   "wall_seconds": _fmt(_median([c[-1][1] for c in curves if c]), ".0f")}
             for key, ref_model in (("xgb", "xgb"), ("xgb_pre", "xgb-pre")):
-                ref = refs[key]
+                ref = data.get(ref_model)
                 for axis, name, digits in ((0, "trials", "g"), (1, "seconds", ".0f")):
-                    mine = _median([first_reaching(c, ref, axis) for c in d["curves"]])
-                    theirs = (_median([first_reaching(c, ref, axis) for c in data[ref_model]["curves"]])
-                              if ref_model in data else math.inf)
-                    row[f"{name}_to_{key}"] = _fmt(mine, digits)
-                    ratio = theirs / mine if math.isfinite(mine) and math.isfinite(theirs) and mine > 0 else None
-                    row[f"x_{'trials' if axis == 0 else 'time'}_vs_{key}"] = _fmt(ratio, ".2f")
+                    mine, ratios = [], []
+                    for sd, c in d["curves"].items():
+                        ref_seed = sd if ref is not None and sd in ref["curves"] else 0
+                        target = ref["finals"].get(ref_seed) if ref is not None else None
+                        if target is None:
+                            continue
+                        reach = first_reaching(c, target, axis)
+                        theirs = first_reaching(ref["curves"][ref_seed], target, axis)
+                        mine.append(reach)
+                        ratios.append(theirs / reach if math.isfinite(reach) and reach > 0 else 0.0)
+                    row[f"{name}_to_{key}"] = _fmt(_median(mine) if mine else math.inf, digits)
+                    ratio = _median(ratios) if ratios else None
+                    row[f"x_{'trials' if axis == 0 else 'time'}_vs_{key}"] = _fmt(ratio if ratio else None, ".2f")
             out.append(row)
     return out
 
@@ -344,9 +352,11 @@ def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> in
               "the final value; a task none of whose candidates built and ran is left out: tasks_given_up in "
               "curves.csv). Measured: end-to-end latency of the network compiled with the best schedules, "
               "mean over seeds ± std over seeds (one seed: ± the std of its repeats). "
-              "Trials / s to X final: median over seeds of the first trial count / wall second at which the run's "
-              "estimate reaches X's final estimated latency ('-': the median run never does); x vs X: X's own "
-              "number divided by this model's (> 1: fewer trials / less time than X).\n")
+              "Trials / s to X final: each run against X's run of the same seed (seed 0 where X has no such "
+              "seed): the first trial count / wall second at which the run's estimate reaches that X run's final "
+              "estimated latency, median over seeds ('-': the median run never does); x vs X: that X run's own "
+              "number divided by this run's, median over seeds (a run that never reaches it counts 0; > 1: fewer "
+              "trials / less time than X).\n")
     md = markdown(summary, header)
     with open(os.path.join(a.out, "summary.md"), "w") as f:
         f.write(md)

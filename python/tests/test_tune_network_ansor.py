@@ -210,6 +210,34 @@ def test_tune_bench_network_seeds_per_model(tmp_path, monkeypatch, capsys):
         assert "--models" in capsys.readouterr().err
 
 
+def test_summary_pairs_each_run_with_the_xgb_run_of_its_seed(tmp_path):
+    """Two xgb seeds with different finals: each is reached by its own run at its last round (ratio
+    1), a tclm seed is measured against the xgb run of its seed, and a one-seed model against seed 0.
+    (A median of the two xgb finals would be reached by one xgb run only: no figure at all.)"""
+    def run(name, rows):  # rows: (trials, seconds, estimated ms or None)
+        d = tmp_path / name
+        d.mkdir()
+        with open(d / "curve.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["round", "trials", "wall_seconds", "estimated_ms"])
+            for i, (t, sec, est) in enumerate(rows):
+                w.writerow([i + 1, t, sec, "" if est is None else est])
+        return str(d)
+
+    runs = {("n", "xgb", 0): run("x0", [(10, 100, None), (20, 200, 30.0), (40, 400, 20.0)]),
+            ("n", "xgb", 1): run("x1", [(10, 100, None), (20, 200, 40.0), (40, 400, 30.0)]),
+            ("n", "tclm", 0): run("t0", [(10, 50, None), (20, 100, 19.0), (40, 200, 15.0)]),  # 20 by trial 20
+            ("n", "tclm", 1): run("t1", [(10, 50, None), (20, 100, 35.0), (40, 200, 25.0)]),  # 30 by trial 40
+            ("n", "random", 0): run("r0", [(10, 80, None), (20, 160, 50.0), (40, 320, 45.0)])}
+    rows = {r["model"]: r for r in _network_bench.summarize(runs, ["tclm", "xgb", "random"])}
+    assert rows["xgb"]["trials_to_xgb"] == "40" and rows["xgb"]["x_trials_vs_xgb"] == "1.00"
+    # tclm: seed 0 reaches 20 at trial 20 (2x), seed 1 reaches 30 at trial 40 (1x): median 30 trials, 1.5x.
+    assert rows["tclm"]["trials_to_xgb"] == "30" and rows["tclm"]["x_trials_vs_xgb"] == "1.50"
+    assert rows["tclm"]["seconds_to_xgb"] == "150" and rows["tclm"]["x_time_vs_xgb"] == "3.00"
+    assert rows["random"]["trials_to_xgb"] == "-" and rows["random"]["x_trials_vs_xgb"] == "-"
+    assert rows["tclm"]["trials_to_xgb_pre"] == "-"  # no xgb-pre run
+
+
 def test_xgb_pre_pretrains_on_another_networks_collection(tmp_path, monkeypatch, capsys):
     """xgb-pre on a `tclm collect --scheduler ansor` collection of another network: the collection's
     networks (provenance.json) are extracted, so that every record is featurized and the successful
