@@ -531,7 +531,8 @@ def _collect(a, networks: List[str], excluded: List[str], argv: List[str], remot
     provenance = {
         "platform": platform, "cpu_model": model, "cores": a.cores, "cpu_flags": flags,
         "measured_on": remote.provenance() if remote is not None else "this machine (local runner)",
-        "machine": _platform.machine() if remote is None else None, "target": str(target), "mcpu": target_json.get("mcpu", "generic"),
+        "machine": _platform.machine() if remote is None else None, "target": str(target),
+        "mcpu": target_json.get("mcpu", "generic"),
         "tvm_version": tvm.__version__, "tclm_version": __version__, "scheduler": "ansor",
         "settings": settings, "networks": networks, "onnx": [os.path.abspath(f) for f in a.onnx],
         "onnx_inputs": a.input, "excluded_networks": excluded,

@@ -6,9 +6,10 @@
 
 Every (network, model, seed) run (``MODEL:N`` in --models: seeds 0..N-1 for that model, else
 --seeds) is one ``tclm tune`` run (tclm._tune_ansor: Ansor's task scheduler over all the network's
-tasks, then the network compiled with the best schedules and its end-to-end latency measured) in OUT/runs/NETWORK-MODEL-sSEED/; a finished run is skipped and an interrupted one resumes
-from its log. Options this command does not know (--per-round, --population, --search-param,
---min-repeat-ms, --latency-repeat, ...) go to every run.
+tasks, then the network compiled with the best schedules and its end-to-end latency measured) in
+OUT/runs/NETWORK-MODEL-sSEED/; a finished run is skipped and an interrupted one resumes from its log.
+Options this command does not know (--per-round, --population, --search-param, --min-repeat-ms,
+--latency-repeat, ...) go to every run.
 
 Models: ``tclm`` (--tclm-model, fine-tuned online), ``tclm-public`` (the same with --public-model, e.g.
 trained on public records only), ``xgb`` (Ansor's XGBModel as its task scheduler sets it up), ``xgb-pre``
@@ -152,8 +153,8 @@ def summarize(runs: Dict[Tuple[str, str, int], str], models: List[str]) -> List[
             curves = [read_curve(d) for d in dirs]
             finals = [next((r[2] for r in reversed(c) if r[2] is not None), None) for c in curves]
             lats = [read_json(os.path.join(d, "latency.json")) or {} for d in dirs]
-            data[m] = {"seeds": seeds, "dirs": dirs, "curves": dict(zip(seeds, curves)), "finals": dict(zip(seeds, finals)),
-                       "lats": lats}
+            data[m] = {"seeds": seeds, "dirs": dirs, "curves": dict(zip(seeds, curves)),
+                       "finals": dict(zip(seeds, finals)), "lats": lats}
 
         for m, d in data.items():
             known_finals = [f for f in d["finals"].values() if f is not None]

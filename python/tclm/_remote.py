@@ -13,8 +13,8 @@ Nothing waits forever: a candidate that gets no device within ``--rpc-wait`` sec
 stops answering, ends as a run timeout (recorded as a failed measurement, like any other), and the
 commands say how many candidates the devices lost. Ansor's own RPC runner in TVM 0.19 has no such
 bound (its worker pool waits for the tracker without a timeout), so tclm installs its runner function
-under Ansor's name with the bound added (``install_bounded_ansor_rpc_run``); MetaSchedule's runner
-has it already (its session timeout).
+under Ansor's name with the bound added (``ansor_runner``); MetaSchedule's runner
+has it already (its connection timeout).
 """
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def parse_tracker(text: str) -> Tuple[str, int]:
 
 
 def _connect(host: str, port: int, timeout: float = 5.0):
-    """A tracker session; a tracker that does not answer is an error at once (TVM's own connect
+    """A connection to the tracker; a tracker that does not answer is an error at once (TVM's own connect
     retries for 60 s)."""
     from tvm import rpc
 
@@ -78,15 +78,11 @@ def _connect(host: str, port: int, timeout: float = 5.0):
     return rpc.connect_tracker(host, port)
 
 
-def tracker_devices(host: str, port: int, key: str) -> List[str]:
-    """The servers registered under `key` ("host:port" each), as the tracker lists them now."""
+def tracker_devices(host: str, port: int, key: str) -> Tuple[List[str], List[str]]:
+    """The servers registered under `key` ("host:port" each) and every key the tracker knows, now."""
     summary = _connect(host, port).summary()
-    return [f"{s['addr'][0]}:{s['addr'][1]}" for s in summary.get("server_info", [])
-            if s.get("key") == f"server:{key}"]
-
-
-def tracker_keys(host: str, port: int) -> List[str]:
-    return sorted(_connect(host, port).summary().get("queue_info", {}))
+    return ([f"{s['addr'][0]}:{s['addr'][1]}" for s in summary.get("server_info", [])
+             if s.get("key") == f"server:{key}"], sorted(summary.get("queue_info", {})))
 
 
 def from_args(a, p: argparse.ArgumentParser) -> Optional[Remote]:
@@ -113,8 +109,7 @@ def from_args(a, p: argparse.ArgumentParser) -> Optional[Remote]:
     if a.rpc_wait <= 0:
         p.error(f"--rpc-wait must be positive (got {a.rpc_wait:g})")
     try:
-        devices = tracker_devices(host, port, a.rpc_key)
-        keys = tracker_keys(host, port) if not devices else []
+        devices, keys = tracker_devices(host, port, a.rpc_key)
     except (OSError, RuntimeError) as e:
         raise SystemExit(f"{p.prog}: error: cannot reach the RPC tracker at {host}:{port} ({e})") from None
     if not devices:
@@ -127,7 +122,7 @@ def from_args(a, p: argparse.ArgumentParser) -> Optional[Remote]:
 def devices_now(remote: Remote) -> Optional[int]:
     """How many devices the tracker has under the key now (None: the tracker does not answer)."""
     try:
-        return len(tracker_devices(remote.host, remote.port, remote.key))
+        return len(tracker_devices(remote.host, remote.port, remote.key)[0])
     except (OSError, RuntimeError):
         return None
 
@@ -190,7 +185,7 @@ def ansor_runner(remote: Remote, *, timeout: int, number: int, repeat: int, min_
 
     _ansor_wait[0] = remote.wait
     tvm.register_func("auto_scheduler.rpc_runner.run", _bounded_rpc_run, override=True)
-    # RPCRunner's Python constructor first asks the tracker for a session in a thread it joins for
+    # RPCRunner's Python constructor first asks the tracker for a device in a thread it joins for
     # `timeout` seconds and raises when none came (with a busy or stopped device: a failed start, and a
     # thread left waiting). from_args checked the key already; build the runner object directly.
     runner = auto_scheduler.RPCRunner.__new__(auto_scheduler.RPCRunner)
@@ -222,7 +217,7 @@ def report_device_losses(remote: Optional[Remote], error_numbers: List[int], say
 # -- MetaSchedule ----------------------------------------------------------------------------------
 
 def ms_runner(remote: Remote, *, timeout: float, evaluator_config):
-    """MetaSchedule's RPCRunner on the remote devices; its session timeout bounds every candidate."""
+    """MetaSchedule's RPCRunner on the remote devices; its connection timeout bounds every candidate."""
     from tvm.s_tir import meta_schedule as ms
 
     cfg = ms.runner.RPCConfig(tracker_host=remote.host, tracker_port=remote.port, tracker_key=remote.key,
@@ -232,15 +227,15 @@ def ms_runner(remote: Remote, *, timeout: float, evaluator_config):
 
 # -- the tuned network on a device ------------------------------------------------------------------
 
-def session(remote: Remote, timeout: float = 600.0):
-    """An RPC session on one device under the key (the tracker's queue decides which)."""
+def connect_device(remote: Remote, timeout: float = 600.0):
+    """An RPC connection to one device under the key (the tracker's queue decides which)."""
     return _connect(remote.host, remote.port).request(remote.key, priority=remote.priority,
                                                       session_timeout=int(timeout))
 
 
 def load_on_device(sess, lib, workdir: str, name: str = "net.tar"):
     """Uploads a built module (as a tar of objects, linked by the device's own compiler: no cross
-    linker needed here) and loads it in the session."""
+    linker needed here) and loads it on the connected device."""
     path = os.path.join(workdir, name)
     lib.export_library(path)
     sess.upload(path)

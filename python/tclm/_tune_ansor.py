@@ -44,7 +44,6 @@ import json
 import math
 import os
 import platform
-import shutil
 import statistics
 import sys
 import tempfile
@@ -711,7 +710,7 @@ def random_inputs(net, seed: int = 0) -> Dict[str, object]:
 
 def run_network(lib, inputs: Dict[str, object], dev=None):
     """(graph executor module, its outputs as numpy arrays) for `inputs`, on `dev` (a remote
-    session's device and the module loaded there, or this CPU)."""
+    connected device and the module loaded there, or this CPU)."""
     import tvm
     from tvm.contrib import graph_executor
 
@@ -727,6 +726,9 @@ def measure(a, out: str, net, tasks, weights, target) -> dict:
     """Compiles the network with the best schedules of the log, measures its end-to-end latency
     (optionally checks its outputs against the default-schedule build) and writes latency.json; with
     --rpc-key, both run on a device under the key (uploaded as a tar the device links)."""
+    import numpy as np
+    import tvm
+
     log = os.path.join(out, LOG)
     trials = log_trials(log, tasks)
     best = best_by_task(log, tasks)
@@ -738,65 +740,54 @@ def measure(a, out: str, net, tasks, weights, target) -> dict:
     lib = compile_network(net, target, log)
     compile_seconds = time.time() - t0
     inputs = random_inputs(net)
-    tmp = tempfile.mkdtemp(prefix="tclm-net-")
     dev, sess = None, None
     if a.remote is not None:
-        from ._remote import load_on_device, session
+        from ._remote import connect_device, load_on_device
 
         _say(f"measuring on a device under {a.remote.describe()}")
-        sess = session(a.remote)
+        sess = connect_device(a.remote)
         dev = sess.cpu()
+    with tempfile.TemporaryDirectory(prefix="tclm-net-") as tmp:
 
-    def on_device(built, name):
-        return load_on_device(sess, built, tmp, name) if sess is not None else built
+        def on_device(built, name):
+            return load_on_device(sess, built, tmp, name) if sess is not None else built
 
-    try:
-        return _measure_latency(a, out, net, tasks, weights, target, log, trials, best, missing, compile_seconds,
-                                on_device(lib, "net.tar"), dev, inputs, on_device)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _measure_latency(a, out, net, tasks, weights, target, log, trials, best, missing, compile_seconds, lib, dev,
-                     inputs, on_device) -> dict:
-    import numpy as np
-    import tvm
-
-    m, outputs = run_network(lib, inputs, dev)
-    _say(f"compiled in {compile_seconds:.1f} s; measuring latency ({a.latency_repeat} repeats of "
-         f">= {a.latency_min_repeat_ms} ms)")
-    t0 = time.time()
-    ftimer = m.module.time_evaluator("run", dev or tvm.cpu(), number=1, repeat=a.latency_repeat,
-                                     min_repeat_ms=a.latency_min_repeat_ms)
-    secs = [float(x) for x in ftimer().results]
-    measure_seconds = time.time() - t0
-    ms = [x * 1e3 for x in secs]
-    result = {
-        "network": summary_network_name(a), "trials": trials, "log": LOG, "mean_ms": statistics.mean(ms),
-        "std_ms": statistics.stdev(ms) if len(ms) > 1 else 0.0, "min_ms": min(ms), "median_ms": statistics.median(ms),
-        "repeats_ms": ms,
-        "settings": {"executor": "graph", "repeat": a.latency_repeat, "min_repeat_ms": a.latency_min_repeat_ms,
-                     "number": "grown by TVM to min_repeat_ms", "threads": os.environ.get("TVM_NUM_THREADS"),
-                     "target": str(target),
-                     "device": a.remote.provenance() if a.remote is not None else "this machine"},
-        "estimated_ms": estimate_ms(best, weights) if len(missing) < len(best) else None,
-        "tasks_without_schedule": missing, "compile_seconds": compile_seconds, "measure_seconds": measure_seconds,
-    }
-    if a.verify:
-        _say("verifying: building with TVM's default schedules (TVM says they are not tuned: expected)")
+        lib = on_device(lib, "net.tar")
+        m, outputs = run_network(lib, inputs, dev)
+        _say(f"compiled in {compile_seconds:.1f} s; measuring latency ({a.latency_repeat} repeats of "
+             f">= {a.latency_min_repeat_ms} ms)")
         t0 = time.time()
-        _, want = run_network(on_device(compile_network(net, target, None), "default.tar"), inputs, dev)
-        errs = [float(np.max(np.abs(o - w))) if o.size else 0.0 for o, w in zip(outputs, want)]
-        scale = [float(np.max(np.abs(w))) if w.size else 0.0 for w in want]
-        ok = all(e <= 1e-3 * max(1.0, s) for e, s in zip(errs, scale))
-        result["verify"] = {"max_abs_error": max(errs, default=0.0), "max_abs_reference": max(scale, default=0.0),
-                            "ok": ok, "seconds": time.time() - t0}
-        if not ok:
-            _say(f"warning: outputs differ from the default-schedule build (max abs error {max(errs):.3g})")
-    write_json_atomic(os.path.join(out, LATENCY), result)
-    _say(f"end-to-end latency {result['mean_ms']:.3f} ± {result['std_ms']:.3f} ms (min {result['min_ms']:.3f}), "
-         "Ansor's estimate " + ("-" if result["estimated_ms"] is None else f"{result['estimated_ms']:.3f} ms"))
-    return result
+        ftimer = m.module.time_evaluator("run", dev or tvm.cpu(), number=1, repeat=a.latency_repeat,
+                                         min_repeat_ms=a.latency_min_repeat_ms)
+        secs = [float(x) for x in ftimer().results]
+        measure_seconds = time.time() - t0
+        ms = [x * 1e3 for x in secs]
+        result = {
+            "network": summary_network_name(a), "trials": trials, "log": LOG, "mean_ms": statistics.mean(ms),
+            "std_ms": statistics.stdev(ms) if len(ms) > 1 else 0.0, "min_ms": min(ms),
+            "median_ms": statistics.median(ms), "repeats_ms": ms,
+            "settings": {"executor": "graph", "repeat": a.latency_repeat, "min_repeat_ms": a.latency_min_repeat_ms,
+                         "number": "grown by TVM to min_repeat_ms", "threads": os.environ.get("TVM_NUM_THREADS"),
+                         "target": str(target),
+                         "device": a.remote.provenance() if a.remote is not None else "this machine"},
+            "estimated_ms": estimate_ms(best, weights) if len(missing) < len(best) else None,
+            "tasks_without_schedule": missing, "compile_seconds": compile_seconds, "measure_seconds": measure_seconds,
+        }
+        if a.verify:
+            _say("verifying: building with TVM's default schedules (TVM says they are not tuned: expected)")
+            t0 = time.time()
+            _, want = run_network(on_device(compile_network(net, target, None), "default.tar"), inputs, dev)
+            errs = [float(np.max(np.abs(o - w))) if o.size else 0.0 for o, w in zip(outputs, want)]
+            scale = [float(np.max(np.abs(w))) if w.size else 0.0 for w in want]
+            ok = all(e <= 1e-3 * max(1.0, s) for e, s in zip(errs, scale))
+            result["verify"] = {"max_abs_error": max(errs, default=0.0), "max_abs_reference": max(scale, default=0.0),
+                                "ok": ok, "seconds": time.time() - t0}
+            if not ok:
+                _say(f"warning: outputs differ from the default-schedule build (max abs error {max(errs):.3g})")
+        write_json_atomic(os.path.join(out, LATENCY), result)
+        _say(f"end-to-end latency {result['mean_ms']:.3f} ± {result['std_ms']:.3f} ms (min {result['min_ms']:.3f}), "
+             "Ansor's estimate " + ("-" if result["estimated_ms"] is None else f"{result['estimated_ms']:.3f} ms"))
+        return result
 
 
 def summary_network_name(a) -> str:

@@ -358,9 +358,9 @@ def measure_latency(a, net, db, target, out: str, n_records: int) -> dict:
     compile_s = time.time() - t0
     dev = tvm.cpu()
     if a.remote is not None:
-        from ._remote import load_on_device, session
+        from ._remote import connect_device, load_on_device
 
-        sess = session(a.remote)
+        sess = connect_device(a.remote)
         dev = sess.cpu()
         with tempfile.TemporaryDirectory(prefix="tclm-net-") as tmp:
             ex = load_on_device(sess, ex, tmp)

@@ -52,7 +52,7 @@ class Devices:
             self._start(f"server{i}", ["tvm.exec.rpc_server", "--host", "127.0.0.1", "--port", str(p),
                                        "--port-end", str(p + 1), "--tracker", f"127.0.0.1:{self.port}",
                                        "--key", KEY])
-        self._wait(lambda: len(_remote.tracker_devices("127.0.0.1", self.port, KEY)) == n)
+        self._wait(lambda: len(_remote.tracker_devices("127.0.0.1", self.port, KEY)[0]) == n)
         self.servers = self.procs[1:]
 
     def _start(self, name, args):
@@ -86,7 +86,7 @@ class Devices:
         raise AssertionError("the RPC tracker/servers did not come up within 60 s")
 
     def served(self, i):
-        """Sessions server i served (its log's "start serving" lines)."""
+        """Connections server i served (its log's "start serving" lines)."""
         return (self.dir / f"server{i}.log").read_text().count("start serving")
 
     def tracker(self):
@@ -188,7 +188,7 @@ def test_ansor_network_tuned_and_timed_on_rpc_devices(two_devices, tmp_path):
     lat = json.loads((out / "latency.json").read_text())
     assert lat["settings"]["device"]["key"] == KEY and lat["mean_ms"] > 0
     assert json.loads((out / "tune.json").read_text())["measured_on"]["devices"] == lat["settings"]["device"]["devices"]
-    # Every candidate that built ran on a device, and the network too: one session each.
+    # Every candidate that built ran on a device, and the network too: one connection each.
     ran = sum(1 for line in (out / "tuning.json").read_text().splitlines()
               if json.loads(line)["r"][1] not in (1, 2, 6))  # instantiation / host compile error, build timeout
     assert ran >= 1 and two_devices.served(0) + two_devices.served(1) >= ran + 1
