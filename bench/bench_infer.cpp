@@ -406,12 +406,13 @@ int main(int argc, char** argv) {
     std::vector<float> feats, labels;
     std::vector<unsigned> groups;
     std::vector<StepView> sv;
+    std::vector<int64_t> sv_ints;
     std::vector<float> buf(row);
     for (const Task& task : d.tasks()) {
       unsigned g = 0;
       for (size_t j = 0; j < task.programs.size(); j += 3) {  // a third of the programs: ~23k rows
         const uint32_t p = task.programs[j];
-        d.steps(p, &sv);
+        d.steps(p, &sv, &sv_ints);
         const int used = featurize_program(sv.data(), sv.size(), kDefaultMaxSteps, buf.data());
         feats.resize(feats.size() + kXgbFeatures);
         pool_step_features(buf.data(), used, feats.data() + feats.size() - kXgbFeatures);

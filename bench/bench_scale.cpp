@@ -9,7 +9,9 @@
 //   2. `tclm info`'s path, summarize_sources (one thread): without a cache; building the binary cache
 //      (cold); from the cache (warm); after one more file is added (incremental: only it is parsed);
 //   3. with --load-files K: Dataset::load of the first K files (what training holds in memory):
-//      resident memory per program.
+//      resident memory per program, the bytes the dataset holds per program (Dataset::program_bytes),
+//      what the same programs took in the fixed-width layout tclm used before (24-byte steps, 8-byte
+//      integers), and the time to decode and featurize every program once.
 // Run:  build/bench_scale [--records 10000000] [--dir /tmp/tclm-scale] [--source data/records]
 //                         [--per-file 100000] [--threads 0] [--json out.json] [--skip-cache]
 //                         [--load-files K]
@@ -270,7 +272,7 @@ int main(int argc, char** argv) {
                   static_cast<long long>(incr.read_stats.records - warm.read_stats.records), incr_s, cache_bytes / 1e6,
                   peak_info_kb / 1024.0);
     }
-    double load_mb = 0, load_s = 0;
+    double load_mb = 0, load_s = 0, held_bytes = 0, fixed_bytes = 0, featurize_s = 0;
     int64_t load_programs = 0;
     if (load_files > 0) {
       std::vector<DataSource> first;
@@ -281,10 +283,36 @@ int main(int argc, char** argv) {
       load_s = since(t);
       load_mb = (rss_kb() - before) / 1024.0;
       load_programs = static_cast<int64_t>(d.num_programs());
-      std::printf("\n3. Dataset::load of %zu files (what training holds): %lld programs in %.1f s, resident memory "
-                  "+%.1f MB = %.0f bytes per program\n",
-                  first.size(), static_cast<long long>(load_programs), load_s, load_mb,
-                  load_mb * 1048576.0 / std::max<int64_t>(load_programs, 1));
+      held_bytes = static_cast<double>(d.program_bytes());
+      // The previous layout: per program an 8-byte offset, 8-byte cost, 4-byte label, task and task-list
+      // entry; per step 24 bytes; per integer 8 bytes (sizes, not capacities).
+      int64_t n_steps = 0, n_ints = 0;
+      std::vector<StepView> views;
+      std::vector<int64_t> ints;
+      std::vector<float> x, mask;
+      const auto tf = Clock::now();
+      std::vector<uint32_t> chunk;
+      for (uint32_t p = 0; p < d.num_programs(); ++p) {
+        d.steps(p, &views, &ints);
+        n_steps += static_cast<int64_t>(views.size());
+        n_ints += static_cast<int64_t>(ints.size());
+        chunk.push_back(p);
+        if (chunk.size() == 1024 || p + 1 == d.num_programs()) {
+          d.featurize(chunk, &x, &mask);
+          chunk.clear();
+        }
+      }
+      featurize_s = since(tf);
+      fixed_bytes = 28.0 * static_cast<double>(load_programs) + 24.0 * static_cast<double>(n_steps) +
+                    8.0 * static_cast<double>(n_ints);
+      const double per = 1.0 / static_cast<double>(std::max<int64_t>(load_programs, 1));
+      std::printf("\n3. Dataset::load of %zu files (what training holds): %lld programs (%.1f steps each) in %.1f s, "
+                  "resident memory +%.1f MB = %.0f bytes per program; the dataset holds %.0f bytes per program "
+                  "(the fixed-width layout: %.0f, %.2fx); decoding + featurizing every program: %.1f s "
+                  "(%.0f programs/s, one thread)\n",
+                  first.size(), static_cast<long long>(load_programs), n_steps * per, load_s, load_mb,
+                  load_mb * 1048576.0 * per, held_bytes * per, fixed_bytes * per, fixed_bytes / std::max(held_bytes, 1.0),
+                  featurize_s, load_programs / std::max(featurize_s, 1e-9));
     }
     if (!json.empty()) {
       std::string rss;
@@ -294,9 +322,11 @@ int main(int argc, char** argv) {
           "\"records_per_second\": {:.0f}, \"steps\": {}, \"rss_start_mb\": {:.1f}, \"rss\": [{}], "
           "\"info_seconds\": {:.2f}, \"info_tasks\": {}, \"cache_build_seconds\": {:.2f}, \"cache_warm_seconds\": {:.2f}, "
           "\"cache_incremental_seconds\": {:.2f}, \"cache_mb\": {:.1f}, \"peak_rss_mb\": {:.1f}, "
-          "\"load_programs\": {}, \"load_seconds\": {:.2f}, \"load_mb\": {:.1f}}}\n",
+          "\"load_programs\": {}, \"load_seconds\": {:.2f}, \"load_mb\": {:.1f}, \"held_bytes\": {:.0f}, "
+          "\"fixed_width_bytes\": {:.0f}, \"featurize_seconds\": {:.2f}}}\n",
           records, files.size(), gz_bytes / 1e6, threads, parse_s, parsed / parse_s, steps.load(), rss_start / 1024.0, rss,
-          info_s, info_tasks, cold_s, warm_s, incr_s, cache_bytes / 1e6, peak_rss_kb() / 1024.0, load_programs, load_s, load_mb);
+          info_s, info_tasks, cold_s, warm_s, incr_s, cache_bytes / 1e6, peak_rss_kb() / 1024.0, load_programs, load_s, load_mb, held_bytes,
+          fixed_bytes, featurize_s);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_scale: error: %s\n", e.what());

@@ -6,6 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config
   libtorch-dev            # training (libtorch 1.13, CPU)
+  libgloo-dev             # headers of the Gloo library libtorch's c10d runs on (data-parallel training)
   libopenblas0-pthread    # without it libtorch falls back to the reference BLAS (~30x slower)
   libopenblas-dev
   libsimdjson-dev         # record parsing

@@ -105,11 +105,14 @@ struct DataOptions {
     return out;
   }
 
+  int shard = 0, shards = 1;  // data-parallel training: this process's shard of the tasks (LoadOptions)
   LoadOptions load_options(bool progress) const {
     LoadOptions lo;
     lo.max_steps = max_steps;
     lo.cache_dir = cache_dir;
     lo.progress = progress;
+    lo.shard = shard;
+    lo.shards = shards;
     return lo;
   }
   /// `note`: list the record files left out (read already) on stderr (note_left_out).

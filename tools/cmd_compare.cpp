@@ -74,7 +74,10 @@ Run run_neural(const Dataset& d, const Split& s, TrainOptions to, const std::str
     engine.set_max_steps(d.max_steps());
     std::vector<float> scores(programs.size());
     run.engine_candidates_per_second = throughput(programs, [&](const auto& p) {
-      engine.predict_views(p.size(), [&](size_t i, std::vector<StepView>* v) { d.steps(p[i], v); }, scores.data());
+      engine.predict_views(p.size(), [&](size_t i, std::vector<StepView>* v) {
+        thread_local std::vector<int64_t> ints;
+        d.steps(p[i], v, &ints);
+      }, scores.data());
     });
   }
   return run;

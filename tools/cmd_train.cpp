@@ -24,6 +24,7 @@ struct TrainCommandOptions {
   std::string init;
   bool quiet = false;
   double checkpoint_minutes = 10;
+  double dist_timeout = 300;
 
   void add_to(CLI::App* cmd) {
     data.add_to(cmd, true);
@@ -65,6 +66,11 @@ struct TrainCommandOptions {
                     "Also write OUT/checkpoint.tclm inside an epoch every this many minutes (0 = after every batch); "
                     "one is always written at the end of each epoch")
         ->check(CLI::Range(0.0, 1e6));
+    cmd->add_option("--dist-timeout", dist_timeout,
+                    "Data-parallel training (N processes, started with WORLD_SIZE, RANK, MASTER_ADDR and MASTER_PORT "
+                    "set, e.g. by scripts/dist-run.sh; docs/distributed.md): seconds a process waits for the others "
+                    "(to join, and in each all-reduce) before it stops with an error")
+        ->check(CLI::Range(1.0, 1e6));
   }
 };
 
@@ -102,6 +108,10 @@ nlohmann::json train_metadata(const DataOptions& data) {
 
 int run_train(TrainCommandOptions o) {
   TrainOptions& to = o.train;
+  // Data-parallel: this process is one of WORLD_SIZE; rank 0 writes --out and reports.
+  DistOptions dist = DistOptions::from_env();
+  dist.timeout_seconds = o.dist_timeout;
+  const bool writer = dist.rank == 0;
   // The files written into --out, each refused when it is an input (e.g. --init OUT/best.tclm).
   std::vector<PathOption> inputs = data_inputs(o.data.sources), outputs = {{"--out", o.out}};
   if (!o.init.empty()) inputs.push_back({"--init", o.init});
@@ -111,39 +121,50 @@ int run_train(TrainCommandOptions o) {
   }
   check_outputs(inputs, outputs);
   if (!o.init.empty()) apply_init(o.init, &to);
-  to.progress = !o.quiet;
+  to.progress = !o.quiet && writer;
   to.out_dir = o.out;
   to.checkpoint_seconds = o.checkpoint_minutes * 60.0;
-  claim_output_dir(o.out, "train");
+  if (writer) claim_output_dir(o.out, "train");
   std::error_code fs_ec;
   if (!to.resume && std::filesystem::exists(std::filesystem::path(o.out) / "checkpoint.tclm", fs_ec) && to.progress) {
     std::fprintf(stderr, "note: %s/checkpoint.tclm exists and will be replaced; --resume continues it instead\n",
                  o.out.c_str());
   }
+  if (dist.world > 1) {
+    to.dist = std::make_shared<DataParallel>(dist);
+    o.data.shard = dist.rank;
+    o.data.shards = dist.world;
+    if (writer && !o.quiet) {
+      std::fprintf(stderr, "data-parallel training: %d processes joined at %s:%d; each keeps the steps of its "
+                           "shard of the tasks\n", dist.world, dist.master_addr.c_str(), dist.master_port);
+    }
+  }
   Dataset d = o.data.load(to.progress && isatty(fileno(stderr)), false);  // info_text lists what was left out
-  std::cerr << info_text(d) << "\n";
+  if (writer) std::cerr << info_text(d) << "\n";
   Split s = make_split(d, o.data.split_options());
-  print_split(d, s);
+  if (writer) print_split(d, s);
   to.metadata = train_metadata(o.data);
-  if (s.test.empty()) {
+  if (s.test.empty() && writer) {
     std::fprintf(stderr, "warning: the split has no test task (%zu tasks): the held-out report will be empty; raise "
                          "--test-fraction or change --split-seed\n", d.tasks().size());
   }
 
   TrainResult r = train_cost_model(d, s, to);
 
+  CostModel model = load_cost_model(r.best, "best model");
+  ProgramScorer scorer = [&](const std::vector<uint32_t>& p) { return predict_programs(model, d, p); };
+  if (to.dist) scorer = to.dist->sharded(d, scorer);
+  std::vector<TaskResult> per_task;
+  auto reports = evaluate_rankings(d, s.test, scorer, &per_task);
+  if (!writer) return 0;
   std::fprintf(stderr, "trained %zu epochs in %.1f s; best epoch %d (valid top-1 %.4f); model: %s/best.tclm\n",
                r.log.size(), r.seconds, r.best_epoch, r.best_valid_top1, o.out.c_str());
-  CostModel model = load_cost_model(r.best, "best model");
-  std::vector<TaskResult> per_task;
-  auto reports = evaluate_rankings(d, s.test, [&](const std::vector<uint32_t>& p) {
-    return predict_programs(model, d, p);
-  }, &per_task);
   write_file_atomic(o.out + "/test_tasks.csv", per_task_csv(per_task));
   std::cout << "\nheld-out test tasks (never seen in training):\n" << format_reports(reports);
-  const nlohmann::json report = {{"test", reports_json_value(reports)}, {"best_epoch", r.best_epoch},
-                                 {"seconds", std::round(r.seconds * 10) / 10}, {"train_tasks", s.train.size()},
-                                 {"valid_tasks", s.valid.size()}, {"test_tasks", s.test.size()}};
+  nlohmann::json report = {{"test", reports_json_value(reports)}, {"best_epoch", r.best_epoch},
+                           {"seconds", std::round(r.seconds * 10) / 10}, {"train_tasks", s.train.size()},
+                           {"valid_tasks", s.valid.size()}, {"test_tasks", s.test.size()}};
+  if (dist.world > 1) report["processes"] = dist.world;
   write_file_atomic(o.out + "/report.json", dump_json(report));
   std::cout << "report: " << o.out << "/report.json\n";
   return 0;

@@ -51,7 +51,10 @@ void ModelScorer::set_max_steps(int max_steps) {
 std::vector<float> ModelScorer::score(const Dataset& d, const std::vector<uint32_t>& p) {
   if (!engine_) return predict_programs(model_, d, p);
   std::vector<float> scores(p.size());
-  engine_->predict_views(p.size(), [&](size_t i, std::vector<StepView>* v) { d.steps(p[i], v); }, scores.data());
+  engine_->predict_views(p.size(), [&](size_t i, std::vector<StepView>* v) {
+        thread_local std::vector<int64_t> ints;
+        d.steps(p[i], v, &ints);
+      }, scores.data());
   return scores;
 }
 

@@ -4,8 +4,9 @@
 //            e.g. "k80") or else the normalized target (normalize_target).
 // Label    = normalized throughput min_cost(task) / mean_cost(program), in (0, 1] (TenSet/TLP).
 // Records with error_no != 0 or non-positive / non-finite costs are counted and kept out.
-// Programs are stored packed (one arena for all steps) so that millions of them fit in memory;
-// features are computed per batch (tclm/feature.h).
+// Programs are stored as varint-coded transform steps in one arena (~0.25 KB per program of Ansor
+// records, docs/reliability.md "Scale") so that millions of them fit in memory; features are computed
+// per batch (tclm/feature.h).
 #pragma once
 
 #include <cstdint>
@@ -61,6 +62,14 @@ struct LoadOptions {
   int max_steps = kDefaultMaxSteps;
   std::string cache_dir;  // empty = no cache; else parsed files are cached there (tclm binary cache)
   bool progress = false;  // print progress to stderr
+  /// Data-parallel training (train/distributed.h): this process keeps the steps of the tasks it owns
+  /// (Dataset::shard_of(task) == shard) and only the metadata (cost, label, task, length) of the others,
+  /// so that every process can cut the same global batches. With shards > 1 the sources are read
+  /// twice: first to count each task's valid programs, then the tasks are dealt to the shards, largest
+  /// first, each to the shard with the fewest programs so far (the same on every process), and the
+  /// second read keeps this shard's steps. shards = 1: everything is kept, read once.
+  int shard = 0;
+  int shards = 1;
 };
 
 class Dataset;
@@ -94,9 +103,20 @@ class Dataset {
   double cost(uint32_t p) const { return cost_[p]; }             // mean cost, seconds
   float label(uint32_t p) const { return label_[p]; }            // min_cost(task) / cost
   uint32_t task_of(uint32_t p) const { return task_of_[p]; }
-  int num_steps(uint32_t p) const { return static_cast<int>(prog_begin_[p + 1] - prog_begin_[p]); }
-  /// The program's steps as views (valid while the dataset lives).
-  void steps(uint32_t p, std::vector<StepView>* out) const;
+  int num_steps(uint32_t p) const { return static_cast<int>(n_steps_[p]); }
+  /// The program's steps, decoded: views whose integers live in `*ints` (overwritten) and whose strings
+  /// live in the dataset; valid while both live and `*ints` is not touched. Throws tclm::Error for a
+  /// program of a task another shard owns (has_steps).
+  void steps(uint32_t p, std::vector<StepView>* out, std::vector<int64_t>* ints) const;
+  /// False for the programs of tasks another shard owns (LoadOptions::shard): their steps are not kept.
+  bool has_steps(uint32_t p) const { return code_at_[p] != kNoCode; }
+  /// The shards the dataset was loaded as (LoadOptions::shards) and the shard that owns a task (0 when
+  /// there is one).
+  int shards() const { return shards_; }
+  int shard_of(uint32_t task) const { return task_shard_.empty() ? 0 : task_shard_[task]; }
+  /// Bytes held per program (programs' codes and per-program arrays, capacity included): what
+  /// bench_scale reports.
+  size_t program_bytes() const;
 
   /// Featurizes programs into x[n, L, F] and mask[n, L] (1 = real step), L = min(max_steps, longest
   /// program in the list). Returns L.
@@ -113,32 +133,35 @@ class Dataset {
   Dataset subset(const std::vector<uint32_t>& programs) const;
   /// Adds one record (used by load and by tests): a valid one becomes a program of its task; an
   /// error or bad-cost record is only counted in platform_stats().
-  void add_record(const MeasureRecord& r, int platform, int group);
+  /// With keep_steps false only the program's metadata is kept (a task another shard owns).
+  void add_record(const MeasureRecord& r, int platform, int group, bool keep_steps = true);
   int intern_platform(const std::string& name);
   int intern_group(const std::string& name);
   /// Computes min_cost and labels; call after the last add_record.
   void finalize();
 
  private:
-  struct PackedStep {
-    uint64_t ints_begin;
-    int32_t n_ints;
-    int16_t list_pos;
-    int16_t n_list;
-    int32_t str_id;
-    uint8_t kind;
-  };
   int max_steps_ = kDefaultMaxSteps;
+  int shards_ = 1;
+  std::vector<int> task_shard_;  // owner of each task; empty when shards_ == 1
   std::vector<std::string> platforms_, groups_, strings_;
   std::map<std::string, int> platform_index_, group_index_, string_index_;
   std::map<std::pair<int, std::string>, uint32_t> task_index_;
   std::vector<Task> tasks_;
   std::vector<PlatformStats> platform_stats_;
   ReadStats read_stats_;
-  // programs
-  std::vector<uint64_t> prog_begin_{0};
-  std::vector<PackedStep> steps_;
-  std::vector<int64_t> ints_;
+  // Programs: each step coded as kind (1 byte), then varints: string id + 1 (0: none), zigzag
+  // list_pos, zigzag n_list, n_ints, zigzag ints. A program's code is contiguous in one block of
+  // 4 MB (a longer one gets a block of its own): no reallocation while loading, less than one block
+  // unused. code_at_[p] = block << kBlockBits | offset, kNoCode for a program another shard keeps.
+  static constexpr int kBlockBits = 22;
+  static constexpr uint64_t kNoCode = ~uint64_t{0};
+  void append_code(const std::vector<uint8_t>& code);  // pushes code_at_
+  const uint8_t* code_begin(uint32_t p, const uint8_t** end) const;
+  std::vector<std::vector<uint8_t>> blocks_;
+  std::vector<uint64_t> code_at_;
+  std::vector<uint32_t> n_steps_;
+  int64_t trace_programs_ = 0, ansor_programs_ = 0;  // for feature_version(), over every program
   std::vector<double> cost_;
   std::vector<float> label_;
   std::vector<uint32_t> task_of_;

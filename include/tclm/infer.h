@@ -144,9 +144,13 @@ class CostModelEngine {
   void predict_programs(const std::vector<TransformStep>* programs, size_t n, float* scores) const;
 
   /// The same for programs given as step views, e.g. from a Dataset:
-  ///   engine.predict_views(progs.size(), [&](size_t i, std::vector<StepView>* v) { data.steps(progs[i], v); }, out);
-  /// `steps_of(i, out)` must fill `out` with program i's steps; it is called from the worker threads
-  /// (concurrently, for different i), so it must be thread-safe, and with Options::share_prefixes on a
+  ///   engine.predict_views(progs.size(), [&](size_t i, std::vector<StepView>* v) {
+  ///     thread_local std::vector<int64_t> ints;
+  ///     data.steps(progs[i], v, &ints);
+  ///   }, out);
+  /// `steps_of(i, out)` must fill `out` with program i's steps; the views must stay valid until the
+  /// next call on the same thread (a worker featurizes program i before it asks for another). It is
+  /// called from the worker threads (concurrently, for different i), so it must be thread-safe, and with Options::share_prefixes on a
   /// call of 512 or more programs twice per program (once to order them). An exception it throws is
   /// rethrown.
   void predict_views(size_t n, const std::function<void(size_t, std::vector<StepView>*)>& steps_of,

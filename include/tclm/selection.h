@@ -20,6 +20,8 @@ struct EpochLog {
   double lr = 0;
   double seconds = 0;
   double samples_per_second = 0;
+  double comm_seconds = 0;  // data-parallel training: seconds of the epoch spent in all-reduces (transfer)
+  double wait_seconds = 0;  // ... and waiting for the slowest process before each gradient all-reduce
 };
 
 /// kPairwise: validation pairwise accuracy, ties by top-1 (the default); kTop1 / kTop5: validation

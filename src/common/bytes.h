@@ -66,6 +66,50 @@ class ByteReader {
   const char* end_;
 };
 
+/// LEB128 varints (7 bits per byte, low first) and zigzag signed integers: the compact codes of the
+/// record cache and of the dataset's programs. `Bytes` is std::string or std::vector<uint8_t>.
+template <typename Bytes>
+inline void put_varint(Bytes& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<typename Bytes::value_type>((v & 0x7F) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<typename Bytes::value_type>(v));
+}
+inline uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+inline int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+
+/// Reads varints; every get fails (returns false) instead of reading past the end.
+struct VarReader {
+  const uint8_t* p;
+  const uint8_t* end;
+  bool varint(uint64_t* v) {
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p == end) return false;
+      const uint8_t b = *p++;
+      x |= static_cast<uint64_t>(b & 0x7F) << shift;
+      if (!(b & 0x80)) {
+        *v = x;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool svarint(int64_t* v) {
+    uint64_t u;
+    if (!varint(&u)) return false;
+    *v = unzigzag(u);
+    return true;
+  }
+  bool f64(double* v) {
+    if (end - p < 8) return false;
+    std::memcpy(v, p, 8);
+    p += 8;
+    return true;
+  }
+};
+
 /// Writes `bytes` to `path` atomically (temporary file, fsync, rename) when `path` is a regular file or
 /// does not exist; a symbolic link is followed (its target is replaced atomically, the link stays);
 /// a character device or a FIFO (/dev/null, /dev/stdout, a named pipe) is written in place, never

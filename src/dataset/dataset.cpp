@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/bytes.h"
 #include "dataset/record_cache.h"
 #include "tclm/dataset.h"
 #include "tclm/error.h"
@@ -99,7 +100,7 @@ bool count_record(PlatformStats& ps, const MeasureRecord& r) {
 }
 }  // namespace
 
-void Dataset::add_record(const MeasureRecord& r, int platform, int group) {
+void Dataset::add_record(const MeasureRecord& r, int platform, int group, bool keep_steps) {
   PlatformStats& ps = platform_stats_[platform];
   if (!count_record(ps, r)) return;
   auto key = std::make_pair(platform, r.workload_key);
@@ -117,28 +118,56 @@ void Dataset::add_record(const MeasureRecord& r, int platform, int group) {
   task.programs.push_back(p);
   task_of_.push_back(it->second);
   cost_.push_back(r.mean_cost());
-  for (const auto& s : r.steps) {
-    PackedStep ps2{};
-    ps2.ints_begin = ints_.size();
-    ps2.n_ints = static_cast<int32_t>(s.ints.size());
-    ps2.list_pos = static_cast<int16_t>(s.list_pos);
-    ps2.n_list = static_cast<int16_t>(std::min<int32_t>(s.n_list, 32767));
-    ps2.kind = static_cast<uint8_t>(s.kind);
-    ps2.str_id = -1;
-    if (!s.str.empty()) {
-      auto [sit, sins] = string_index_.emplace(s.str, static_cast<int>(strings_.size()));
-      if (sins) strings_.push_back(s.str);
-      ps2.str_id = sit->second;
+  n_steps_.push_back(static_cast<uint32_t>(r.steps.size()));
+  if (!r.steps.empty()) (is_trace_kind(r.steps.front().kind) ? trace_programs_ : ansor_programs_) += 1;
+  if (keep_steps) {
+    std::vector<uint8_t> code;
+    for (const auto& s : r.steps) {
+      uint64_t str_id = 0;
+      if (!s.str.empty()) {
+        auto [sit, sins] = string_index_.emplace(s.str, static_cast<int>(strings_.size()));
+        if (sins) strings_.push_back(s.str);
+        str_id = static_cast<uint64_t>(sit->second) + 1;
+      }
+      code.push_back(static_cast<uint8_t>(s.kind));
+      put_varint(code, str_id);
+      put_varint(code, zigzag(s.list_pos));
+      put_varint(code, zigzag(s.n_list));
+      put_varint(code, s.ints.size());
+      for (int64_t v : s.ints) put_varint(code, zigzag(v));
     }
-    ints_.insert(ints_.end(), s.ints.begin(), s.ints.end());
-    steps_.push_back(ps2);
+    append_code(code);
+  } else {
+    code_at_.push_back(kNoCode);
   }
-  prog_begin_.push_back(steps_.size());
   ++ps.programs;
   if (static_cast<int>(r.steps.size()) > max_steps_) ++ps.truncated;
 }
 
+void Dataset::append_code(const std::vector<uint8_t>& code) {
+  constexpr size_t kBlock = size_t{1} << kBlockBits;
+  if (blocks_.empty() || blocks_.back().size() + code.size() > blocks_.back().capacity()) {
+    blocks_.emplace_back();
+    blocks_.back().reserve(std::max(kBlock, code.size()));  // never grows past it: no reallocation
+  }
+  std::vector<uint8_t>& b = blocks_.back();
+  code_at_.push_back((static_cast<uint64_t>(blocks_.size() - 1) << kBlockBits) | b.size());
+  b.insert(b.end(), code.begin(), code.end());
+}
+
+const uint8_t* Dataset::code_begin(uint32_t p, const uint8_t** end) const {
+  const std::vector<uint8_t>& b = blocks_[code_at_[p] >> kBlockBits];
+  *end = b.data() + b.size();
+  return b.data() + (code_at_[p] & ((uint64_t{1} << kBlockBits) - 1));
+}
+
 void Dataset::finalize() {
+  // The per-program arrays grew by doubling: give back what is unused (a few bytes per program).
+  code_at_.shrink_to_fit();
+  n_steps_.shrink_to_fit();
+  cost_.shrink_to_fit();
+  task_of_.shrink_to_fit();
+  for (Task& t : tasks_) t.programs.shrink_to_fit();
   label_.assign(cost_.size(), 0.0f);
   for (auto& t : tasks_) {
     double m = INFINITY;
@@ -149,27 +178,55 @@ void Dataset::finalize() {
 }
 
 uint32_t Dataset::feature_version() const {
-  int64_t trace = 0, ansor = 0;
-  for (size_t p = 0; p + 1 < prog_begin_.size(); ++p) {
-    if (prog_begin_[p] == prog_begin_[p + 1]) continue;
-    (is_trace_kind(static_cast<StepKind>(steps_[prog_begin_[p]].kind)) ? trace : ansor) += 1;
-  }
-  if (trace > 0 && ansor > 0) {
+  if (trace_programs_ > 0 && ansor_programs_ > 0) {
     throw Error(fmt::format("the data mixes {} Ansor programs and {} MetaSchedule traces; a model reads one "
                             "of the two encodings, so give them as separate datasets",
-                            ansor, trace));
+                            ansor_programs_, trace_programs_));
   }
-  return trace > 0 ? kTraceFeatureVersion : kFeatureVersion;
+  return trace_programs_ > 0 ? kTraceFeatureVersion : kFeatureVersion;
 }
 
-void Dataset::steps(uint32_t p, std::vector<StepView>* out) const {
+size_t Dataset::program_bytes() const {
+  size_t task_lists = 0;
+  for (const Task& t : tasks_) task_lists += t.programs.capacity() * sizeof(uint32_t);
+  size_t blocks = 0;
+  for (const auto& b : blocks_) blocks += b.capacity();
+  return code_at_.capacity() * sizeof(uint64_t) + blocks + n_steps_.capacity() * sizeof(uint32_t) +
+         cost_.capacity() * sizeof(double) + label_.capacity() * sizeof(float) +
+         task_of_.capacity() * sizeof(uint32_t) + task_lists;
+}
+
+void Dataset::steps(uint32_t p, std::vector<StepView>* out, std::vector<int64_t>* ints) const {
   out->clear();
-  for (uint64_t s = prog_begin_[p]; s < prog_begin_[p + 1]; ++s) {
-    const PackedStep& ps = steps_[s];
-    StepView v{static_cast<StepKind>(ps.kind), ints_.data() + ps.ints_begin, ps.n_ints, ps.list_pos,
-               ps.n_list, ps.str_id >= 0 ? std::string_view(strings_[ps.str_id]) : std::string_view()};
-    out->push_back(v);
+  ints->clear();
+  if (!has_steps(p)) {
+    throw Error(fmt::format("program {} belongs to a task another shard keeps (task '{}'); a data-parallel "
+                            "process only featurizes the tasks it owns",
+                            p, tasks_[task_of_[p]].workload_key));
   }
+  const uint8_t* end = nullptr;
+  const uint8_t* begin = n_steps_[p] > 0 ? code_begin(p, &end) : nullptr;
+  VarReader rd{begin, end};
+  std::vector<size_t> first_int;  // each view's first integer in *ints (pointers are set once it stops growing)
+  first_int.reserve(n_steps_[p]);
+  for (uint32_t i = 0; i < n_steps_[p]; ++i) {
+    uint64_t str_id = 0, list_pos = 0, n_list = 0, n_ints = 0;
+    if (rd.p == rd.end) throw InternalError(fmt::format("Dataset: the code of program {} is damaged", p));
+    const auto kind = static_cast<StepKind>(*rd.p++);
+    if (!rd.varint(&str_id) || !rd.varint(&list_pos) || !rd.varint(&n_list) || !rd.varint(&n_ints)) {
+      throw InternalError(fmt::format("Dataset: the code of program {} is damaged", p));
+    }
+    first_int.push_back(ints->size());
+    for (uint64_t k = 0; k < n_ints; ++k) {
+      int64_t v = 0;
+      if (!rd.svarint(&v)) throw InternalError(fmt::format("Dataset: the code of program {} is damaged", p));
+      ints->push_back(v);
+    }
+    out->push_back(StepView{kind, nullptr, static_cast<int32_t>(n_ints), static_cast<int32_t>(unzigzag(list_pos)),
+                            static_cast<int32_t>(unzigzag(n_list)),
+                            str_id > 0 ? std::string_view(strings_[str_id - 1]) : std::string_view()});
+  }
+  for (size_t i = 0; i < out->size(); ++i) (*out)[i].ints = ints->data() + first_int[i];
 }
 
 int Dataset::featurize(const std::vector<uint32_t>& programs, std::vector<float>* x,
@@ -180,8 +237,9 @@ int Dataset::featurize(const std::vector<uint32_t>& programs, std::vector<float>
   x->resize(programs.size() * row);
   mask->assign(programs.size() * static_cast<size_t>(L), 0.0f);
   std::vector<StepView> views;
+  std::vector<int64_t> ints;
   for (size_t i = 0; i < programs.size(); ++i) {
-    steps(programs[i], &views);
+    steps(programs[i], &views, &ints);
     int used = featurize_program(views.data(), views.size(), L, x->data() + i * row);
     std::fill(mask->begin() + i * L, mask->begin() + i * L + used, 1.0f);
   }
@@ -191,9 +249,10 @@ int Dataset::featurize(const std::vector<uint32_t>& programs, std::vector<float>
 void Dataset::pooled_features(const std::vector<uint32_t>& programs, std::vector<float>* out) const {
   out->resize(programs.size() * kPooledFeatureDim);
   std::vector<StepView> views;
+  std::vector<int64_t> ints;
   std::vector<float> x(static_cast<size_t>(max_steps_) * kStepFeatureDim);
   for (size_t i = 0; i < programs.size(); ++i) {
-    steps(programs[i], &views);
+    steps(programs[i], &views, &ints);
     const int used = featurize_program(views.data(), views.size(), max_steps_, x.data());
     pool_step_features(x.data(), used, out->data() + i * kPooledFeatureDim);
   }
@@ -212,11 +271,14 @@ Dataset Dataset::subset(const std::vector<uint32_t>& programs) const {
   d.platform_stats_ = platform_stats_;
   d.read_stats_ = read_stats_;
   d.tasks_ = tasks_;
+  d.shards_ = shards_;
+  d.task_shard_ = task_shard_;
   for (Task& t : d.tasks_) t.programs.clear();
   std::vector<uint8_t> seen(num_programs(), 0);
   d.cost_.reserve(programs.size());
+  d.n_steps_.reserve(programs.size());
   d.task_of_.reserve(programs.size());
-  d.prog_begin_.reserve(programs.size() + 1);
+  d.code_at_.reserve(programs.size());
   for (uint32_t p : programs) {
     if (p >= num_programs()) {
       throw Error(fmt::format("Dataset::subset: program {} is out of range ({} programs)", p, num_programs()));
@@ -227,14 +289,31 @@ Dataset Dataset::subset(const std::vector<uint32_t>& programs) const {
     d.tasks_[t].programs.push_back(static_cast<uint32_t>(d.cost_.size()));
     d.task_of_.push_back(t);
     d.cost_.push_back(cost_[p]);
-    for (uint64_t s = prog_begin_[p]; s < prog_begin_[p + 1]; ++s) {
-      PackedStep ps = steps_[s];
-      ps.ints_begin = d.ints_.size();
-      d.ints_.insert(d.ints_.end(), ints_.begin() + static_cast<int64_t>(steps_[s].ints_begin),
-                     ints_.begin() + static_cast<int64_t>(steps_[s].ints_begin) + steps_[s].n_ints);
-      d.steps_.push_back(ps);
+    d.n_steps_.push_back(n_steps_[p]);
+    if (n_steps_[p] > 0) {
+      const uint8_t* end = nullptr;
+      const bool trace = has_steps(p) ? is_trace_kind(static_cast<StepKind>(*code_begin(p, &end))) : trace_programs_ > 0;
+      (trace ? d.trace_programs_ : d.ansor_programs_) += 1;
     }
-    d.prog_begin_.push_back(d.steps_.size());
+    if (!has_steps(p)) {
+      d.code_at_.push_back(kNoCode);
+      continue;
+    }
+    // The program's code runs until its n_steps steps are read.
+    const uint8_t* end = nullptr;
+    const uint8_t* begin = code_begin(p, &end);
+    VarReader rd{begin, end};
+    for (uint32_t i = 0; i < n_steps_[p]; ++i) {
+      uint64_t v = 0, n_ints = 0;
+      ++rd.p;  // kind
+      if (!rd.varint(&v) || !rd.varint(&v) || !rd.varint(&v) || !rd.varint(&n_ints)) {
+        throw InternalError(fmt::format("Dataset: the code of program {} is damaged", p));
+      }
+      for (uint64_t k = 0; k < n_ints; ++k) {
+        if (!rd.varint(&v)) throw InternalError(fmt::format("Dataset: the code of program {} is damaged", p));
+      }
+    }
+    d.append_code(std::vector<uint8_t>(begin, rd.p));
   }
   d.finalize();
   return d;
@@ -301,8 +380,40 @@ ReadStats read_sources(const std::vector<DataSource>& sources, const LoadOptions
 }  // namespace
 
 Dataset Dataset::load(const std::vector<DataSource>& sources, const LoadOptions& options) {
+  if (options.shards < 1 || options.shard < 0 || options.shard >= options.shards) {
+    throw Error(fmt::format("shard {} of {} does not exist (0 <= shard < shards)", options.shard, options.shards));
+  }
+  // A task's key while reading: its platform's name and its workload key.
+  using TaskKey = std::pair<std::string, std::string>;
+  std::map<TaskKey, int> owner;
+  if (options.shards > 1) {
+    // First read: valid programs per task, then the tasks dealt to the shards, largest first, each to
+    // the shard holding the fewest programs so far (ties: the lower workload-key hash, the lower shard).
+    std::map<TaskKey, int64_t> count;
+    std::string platform;
+    PlatformStats ignored;
+    read_sources(
+        sources, options, [&](const DataSource& src, const std::string&) { platform = src.platform; },
+        [&](const MeasureRecord& r, const RecordOrigin&) {
+          if (!count_record(ignored, r)) return;
+          ++count[{platform.empty() ? normalize_target(r.target, r.hw_params) : platform, r.workload_key}];
+        });
+    std::vector<std::pair<int64_t, const TaskKey*>> order;
+    for (const auto& [key, n] : count) order.emplace_back(n, &key);
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first > b.first;
+      return fnv1a64(a.second->second, fnv1a64(a.second->first)) < fnv1a64(b.second->second, fnv1a64(b.second->first));
+    });
+    std::vector<int64_t> load(static_cast<size_t>(options.shards), 0);
+    for (const auto& [n, key] : order) {
+      const auto s = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+      owner[*key] = s;
+      load[static_cast<size_t>(s)] += n;
+    }
+  }
   Dataset d;
   d.max_steps_ = options.max_steps;
+  d.shards_ = options.shards;
   int group = 0, fixed_platform = -1;
   d.read_stats_ = read_sources(
       sources, options,
@@ -313,8 +424,24 @@ Dataset Dataset::load(const std::vector<DataSource>& sources, const LoadOptions&
       [&](const MeasureRecord& r, const RecordOrigin&) {
         const int platform =
             fixed_platform >= 0 ? fixed_platform : d.intern_platform(normalize_target(r.target, r.hw_params));
-        d.add_record(r, platform, group);
+        bool keep = true;
+        if (options.shards > 1) {
+          const auto it = owner.find({d.platforms_[platform], r.workload_key});
+          keep = it != owner.end() && it->second == options.shard;  // not found: an invalid record (counted only)
+        }
+        d.add_record(r, platform, group, keep);
       });
+  if (options.shards > 1) {
+    d.task_shard_.resize(d.tasks_.size());
+    for (size_t t = 0; t < d.tasks_.size(); ++t) {
+      const auto it = owner.find({d.platforms_[d.tasks_[t].platform], d.tasks_[t].workload_key});
+      if (it == owner.end()) {
+        throw Error(fmt::format("the record files changed between the two reads of a sharded load (task '{}' was not "
+                                "counted in the first); load again", d.tasks_[t].workload_key));
+      }
+      d.task_shard_[t] = it->second;
+    }
+  }
   d.finalize();
   return d;
 }

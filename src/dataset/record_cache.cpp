@@ -28,47 +28,6 @@ constexpr size_t kBlockBytes = 1 << 20;  // a block is flushed once it holds thi
 constexpr uint8_t kRecordsBlock = 'R', kStatsBlock = 'S';
 constexpr uint32_t kMaxBlockBytes = 64u << 20;  // a larger length is damage, never allocated
 
-void put_varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7F) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
-int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
-
-// Reads a block's payload; every get fails (returns false) instead of reading past the end.
-struct VarReader {
-  const uint8_t* p;
-  const uint8_t* end;
-  bool varint(uint64_t* v) {
-    uint64_t x = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (p == end) return false;
-      const uint8_t b = *p++;
-      x |= static_cast<uint64_t>(b & 0x7F) << shift;
-      if (!(b & 0x80)) {
-        *v = x;
-        return true;
-      }
-    }
-    return false;
-  }
-  bool svarint(int64_t* v) {
-    uint64_t u;
-    if (!varint(&u)) return false;
-    *v = unzigzag(u);
-    return true;
-  }
-  bool f64(double* v) {
-    if (end - p < 8) return false;
-    std::memcpy(v, p, 8);
-    p += 8;
-    return true;
-  }
-};
-
 // The strings of one cache file (workload keys, targets, versions, step strings), each written once:
 // id == table size means "a new string follows".
 struct StringTableWriter {

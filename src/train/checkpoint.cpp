@@ -33,12 +33,13 @@ NamedTensor to_named(const std::string& name, const torch::Tensor& t) {
   return NamedTensor{name, c.sizes().vec(), std::vector<float>(d, d + c.numel())};
 }
 
-/// The epoch log as arrays of 8 numbers (load_checkpoint reads them back; doubles round-trip exactly).
+/// The epoch log as arrays of 10 numbers (load_checkpoint reads them back; doubles round-trip exactly;
+/// checkpoints written before comm_seconds and wait_seconds existed have 8).
 nlohmann::json log_entries_json(const std::vector<EpochLog>& log) {
   nlohmann::json a = nlohmann::json::array();
   for (const EpochLog& e : log) {
     a.push_back({e.epoch, e.train_loss, e.valid_top1, e.valid_top5, e.valid_pairwise, e.lr, e.seconds,
-                 e.samples_per_second});
+                 e.samples_per_second, e.comm_seconds, e.wait_seconds});
   }
   return a;
 }
@@ -204,14 +205,16 @@ TrainerState load_checkpoint(const std::string& path, uint64_t expected_fingerpr
   if (tr["log"].get(log) != simdjson::SUCCESS) bad(path, "\"trainer.log\" is missing");
   for (simdjson::dom::element e : log) {
     simdjson::dom::array a;
-    if (e.get(a) != simdjson::SUCCESS || a.size() != 8) bad(path, "a \"trainer.log\" entry is not 8 numbers");
-    double v[8];
+    if (e.get(a) != simdjson::SUCCESS || (a.size() != 8 && a.size() != 10)) {
+      bad(path, "a \"trainer.log\" entry is not 8 or 10 numbers");
+    }
+    double v[10] = {};
     size_t k = 0;
     for (simdjson::dom::element x : a) {
-      if (x.get(v[k]) != simdjson::SUCCESS) bad(path, "a \"trainer.log\" entry is not 8 numbers");
+      if (x.get(v[k]) != simdjson::SUCCESS) bad(path, "a \"trainer.log\" entry is not 8 or 10 numbers");
       ++k;
     }
-    st.log.push_back(EpochLog{static_cast<int>(v[0]), v[1], v[2], v[3], v[4], v[5], v[6], v[7]});
+    st.log.push_back(EpochLog{static_cast<int>(v[0]), v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]});
   }
 
   // The model and the best model.

@@ -4,7 +4,8 @@
 
 namespace tclm {
 
-torch::Tensor lambdarank_loss(const torch::Tensor& scores, const torch::Tensor& labels, const torch::Tensor& mask) {
+torch::Tensor lambdarank_loss(const torch::Tensor& scores, const torch::Tensor& labels, const torch::Tensor& mask,
+                              double* normalizer) {
   const auto G = scores.size(1);
   torch::Tensor w;
   {
@@ -30,7 +31,9 @@ torch::Tensor lambdarank_loss(const torch::Tensor& scores, const torch::Tensor& 
   auto pair_loss = torch::softplus(-diff) / std::log(2.0);  // -log2(sigmoid(s_i - s_j))
   auto per_row = (w * pair_loss).sum({1, 2});
   auto has_pairs = (w.sum({1, 2}) > 0).to(scores.dtype());
-  return per_row.sum() / has_pairs.sum().clamp_min(1.0);
+  const auto rows = has_pairs.sum();
+  if (normalizer != nullptr) *normalizer = rows.item<double>();
+  return per_row.sum() / rows.clamp_min(1.0);
 }
 
 namespace {
@@ -59,9 +62,12 @@ torch::Tensor listwise_distill_loss(const torch::Tensor& student, const torch::T
   return (per_entry.sum(1) * rows).sum() / rows.sum().clamp_min(1.0) * (temperature * temperature);
 }
 
-torch::Tensor mse_loss(const torch::Tensor& scores, const torch::Tensor& labels, const torch::Tensor& mask) {
+torch::Tensor mse_loss(const torch::Tensor& scores, const torch::Tensor& labels, const torch::Tensor& mask,
+                       double* normalizer) {
   auto d = (scores - labels) * mask;
-  return (d * d).sum() / mask.sum().clamp_min(1.0);
+  const auto n = mask.sum();
+  if (normalizer != nullptr) *normalizer = n.item<double>();
+  return (d * d).sum() / n.clamp_min(1.0);
 }
 
 }  // namespace tclm

@@ -11,8 +11,10 @@ namespace tclm {
 /// LambdaRank (Burges 2010; the TenSet/TLP form, reference-notes §4): per row, rank the predictions,
 /// gains G = (2^y - 1) / maxDCG, discounts D = log2(1 + rank), pair weights |1/D_i - 1/D_j| |G_i - G_j|
 /// (no gradient), loss = sum over pairs with y_i > y_j of w_ij * log2(1 + exp(-(s_i - s_j))).
-/// Returns the mean over rows that have at least one pair.
-torch::Tensor lambdarank_loss(const torch::Tensor& scores, const torch::Tensor& labels, const torch::Tensor& mask);
+/// Returns the mean over rows that have at least one pair; *normalizer (if given) = the number of such
+/// rows, so that sums over parts of a batch can be combined (data-parallel training).
+torch::Tensor lambdarank_loss(const torch::Tensor& scores, const torch::Tensor& labels, const torch::Tensor& mask,
+                              double* normalizer = nullptr);
 
 /// Listwise distillation (ListNet-style, Cao et al. 2007): per row, both score vectors are standardized
 /// over the real entries (z = (s - mean) / std: a ranking model's scores have no fixed scale or offset,
@@ -24,7 +26,8 @@ torch::Tensor lambdarank_loss(const torch::Tensor& scores, const torch::Tensor& 
 torch::Tensor listwise_distill_loss(const torch::Tensor& student, const torch::Tensor& teacher,
                                     const torch::Tensor& mask, double temperature = 1.0);
 
-/// Mean squared error over real entries.
-torch::Tensor mse_loss(const torch::Tensor& scores, const torch::Tensor& labels, const torch::Tensor& mask);
+/// Mean squared error over real entries; *normalizer (if given) = the number of real entries.
+torch::Tensor mse_loss(const torch::Tensor& scores, const torch::Tensor& labels, const torch::Tensor& mask,
+                       double* normalizer = nullptr);
 
 }  // namespace tclm

@@ -47,21 +47,94 @@ std::string log_json(const std::vector<EpochLog>& log, int best_epoch) {
                       {"valid_pairwise", e.valid_pairwise},
                       {"lr", e.lr},
                       {"seconds", e.seconds},
-                      {"samples_per_second", e.samples_per_second}});
+                      {"samples_per_second", e.samples_per_second},
+                      {"comm_seconds", e.comm_seconds},
+                      {"wait_seconds", e.wait_seconds}});
   }
   return nlohmann::json{{"best_epoch", best_epoch}, {"epochs", epochs}}.dump(2) + "\n";
 }
 
-void check_finite(const torch::Tensor& loss, int epoch, int64_t step) {
-  if (!std::isfinite(loss.item<double>())) {
+void check_finite(double loss, int epoch, int64_t step) {
+  if (!std::isfinite(loss)) {
     throw Error(fmt::format(
         "training diverged: the loss is {} at epoch {} step {}; lower --lr, or check the data for "
         "extreme costs (tclm info)",
-        loss.item<double>(), epoch, step));
+        loss, epoch, step));
   }
 }
 
+// Data-parallel step: every process holds the gradient of its part's mean loss and that part's share
+// `normalizer` of the global normalizer (rows with pairs / real entries); one all-reduce sums
+// grad * normalizer, the normalizers, loss * normalizer and a has-gradient flag per parameter, so every
+// process ends with the gradient of the whole batch's mean loss (what one process computes), and a
+// parameter no part touched keeps no gradient (Adam leaves it alone, as in one process).
+double combine_gradients(DataParallel& dist, const std::vector<torch::Tensor>& params, double normalizer,
+                         double loss) {
+  int64_t n = 0;
+  for (const auto& p : params) n += p.numel();
+  const auto k = static_cast<int64_t>(params.size());
+  torch::Tensor buf = torch::zeros({n + k + 2}, torch::kFloat32);
+  float* b = buf.data_ptr<float>();
+  int64_t off = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    const torch::Tensor& g = params[i].grad();
+    if (g.defined()) {
+      buf.slice(0, off, off + params[i].numel()).copy_(g.reshape({-1}) * normalizer);
+      b[n + i] = 1.0f;
+    }
+    off += params[i].numel();
+  }
+  b[n + k] = static_cast<float>(normalizer);
+  b[n + k + 1] = static_cast<float>(loss * normalizer);
+  dist.wait_for_all("the gradient all-reduce");  // timed apart: the wait for the slowest part
+  dist.all_reduce_sum(buf, "the gradient all-reduce");
+  const double total = std::max(1.0, static_cast<double>(b[n + k]));
+  off = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    torch::Tensor p = params[i];
+    if (b[n + i] > 0) {
+      p.mutable_grad() = buf.slice(0, off, off + p.numel()).reshape(p.sizes()) / total;
+    } else {
+      p.mutable_grad() = torch::Tensor();
+    }
+    off += p.numel();
+  }
+  return static_cast<double>(b[n + k + 1]) / total;
+}
+
+// The groups of a batch whose tasks this process owns.
+Batch owned_part(const Dataset& data, const Batch& batch, const DataParallel& dist) {
+  Batch mine;
+  for (const auto& g : batch.groups) {
+    if (data.shard_of(data.task_of(g.front())) == dist.rank()) mine.groups.push_back(g);
+  }
+  return mine;
+}
+
 }  // namespace
+
+double batch_gradient(CostModelImpl& model, const Dataset& data, const Batch& batch, int group_size, Loss loss,
+                      DataParallel* dist) {
+  if (dist != nullptr && dist->world() == 1) dist = nullptr;
+  // This process's part of the batch: all of it, or the groups of the tasks it owns.
+  const Batch mine = dist != nullptr ? owned_part(data, batch, *dist) : Batch{};
+  const Batch& part = dist != nullptr ? mine : batch;
+  double value = 0, normalizer = 0;
+  if (!part.groups.empty()) {
+    BatchTensors bt = to_tensors(data, part, group_size);
+    model.set_platform(data.tasks()[data.task_of(part.groups.front().front())].platform);
+    auto grid = bt.to_grid(model.forward(bt.x, bt.mask));
+    auto l = loss == Loss::kMse ? mse_loss(grid, bt.labels, bt.label_mask, &normalizer)
+                                : lambdarank_loss(grid, bt.labels, bt.label_mask, &normalizer);
+    value = l.item<double>();
+    // The caller reports a non-finite loss; with other processes it still joins the all-reduce, whose
+    // loss then is not finite on every process, so all of them stop at the same step.
+    if (std::isfinite(value)) l.backward();
+    if (!std::isfinite(value) && dist == nullptr) return value;
+  }
+  if (dist != nullptr) value = combine_gradients(*dist, model.parameters(), normalizer, value);
+  return value;
+}
 
 const std::vector<std::string>& loss_names() {
   static const std::vector<std::string> names = {"lambdarank", "mse"};
@@ -135,6 +208,14 @@ CostModel make_cost_model(const TrainOptions& o, int n_platforms) {
 TrainResult train_cost_model(const Dataset& data, const Split& split, const TrainOptions& o_in) {
   TrainOptions o = o_in;
   o.model.n_features = kStepFeatureDim;
+  DataParallel* dist = o.dist && o.dist->world() > 1 ? o.dist.get() : nullptr;
+  const bool writer = dist == nullptr || dist->rank() == 0;  // writes out_dir and the progress display
+  if (data.shards() != (dist != nullptr ? dist->world() : 1)) {
+    throw Error(fmt::format("the dataset was loaded as {} shard(s) for {} training process(es); load it with "
+                            "LoadOptions shard = rank and shards = the number of processes",
+                            data.shards(), dist != nullptr ? dist->world() : 1));
+  }
+  o.progress = o.progress && writer;
   if (o.group_size < 2) throw Error("--group-size must be >= 2");
   if (o.batch_size < o.group_size) {
     throw Error(fmt::format("--batch-size {} must be >= --group-size {}; raise --batch-size or lower --group-size",
@@ -163,7 +244,7 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
                             std::make_unique<torch::optim::AdamOptions>(torch::optim::AdamOptions(o.lr).weight_decay(0.0)));
   torch::optim::Adam opt(std::move(param_groups), torch::optim::AdamOptions(o.lr));
 
-  if (!o.out_dir.empty()) {
+  if (!o.out_dir.empty() && writer) {
     std::error_code ec;
     std::filesystem::create_directories(o.out_dir, ec);
     if (ec || !std::filesystem::is_directory(o.out_dir, ec)) {
@@ -213,11 +294,26 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
                    st.finished ? " (the run had finished)" : "");
     }
   }
+  if (dist != nullptr) {
+    // Every process must train on the same data with the same options: compare with rank 0's.
+    torch::Tensor fp = torch::tensor({static_cast<int64_t>(st.fingerprint)}, torch::kInt64);
+    dist->broadcast(fp, "the check of the options");
+    if (static_cast<uint64_t>(fp.item<int64_t>()) != st.fingerprint) {
+      throw Error(fmt::format("data-parallel training: rank {}'s data or options differ from rank 0's (training "
+                              "fingerprint {:016x} against {:016x}); give every process the same command line and "
+                              "the same record files", dist->rank(), st.fingerprint, static_cast<uint64_t>(fp.item<int64_t>())));
+    }
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->parameters()) {
+      torch::Tensor t = p.detach();
+      dist->broadcast(t, "the broadcast of the parameters");
+    }
+  }
   result.log = st.log;
   result.best_epoch = st.best_epoch;
   result.best_valid_top1 = st.best_valid_top1;
   auto checkpoint = [&]() {
-    if (ckpt_path.empty()) return;
+    if (ckpt_path.empty() || !writer) return;
     st.log = result.log;
     save_checkpoint(ckpt_path, st, *model, opt, result.best, feature_version);
   };
@@ -236,21 +332,20 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
       throw Error(fmt::format("{}: batch {} of epoch {} does not exist (the epoch has {})", ckpt_path, st.batch, epoch,
                               batches.size()));
     }
+    const double comm_before = dist != nullptr ? dist->comm_seconds() : 0.0;
+    const double wait_before = dist != nullptr ? dist->wait_seconds() : 0.0;
     for (size_t bi = static_cast<size_t>(st.batch); bi < batches.size(); ++bi) {
-      BatchTensors bt = to_tensors(data, batches[bi], o.group_size);
       const double lr = lr_at(o, st.step, total_steps);
       for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
-      model->set_platform(data.tasks()[data.task_of(batches[bi].groups.front().front())].platform);
-      auto grid = bt.to_grid(model->forward(bt.x, bt.mask));
-      auto loss = o.loss == Loss::kMse ? mse_loss(grid, bt.labels, bt.label_mask)
-                                  : lambdarank_loss(grid, bt.labels, bt.label_mask);
-      check_finite(loss, epoch, st.step);
+      int64_t n = 0;
+      for (const auto& g : batches[bi].groups) n += static_cast<int64_t>(g.size());
       opt.zero_grad();
-      loss.backward();
+      const double loss_value = batch_gradient(*model, data, batches[bi], o.group_size, o.loss, dist);
+      check_finite(loss_value, epoch, st.step);
       if (o.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), o.grad_clip);
       opt.step();
-      st.loss_sum += loss.item<double>() * static_cast<double>(bt.n);
-      st.seen += bt.n;
+      st.loss_sum += loss_value * static_cast<double>(n);
+      st.seen += n;
       ++st.step;
       st.batch = static_cast<int64_t>(bi) + 1;
       if (tty) {
@@ -266,9 +361,9 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
       }
     }
     const double train_seconds = seconds_before + since(t0);
-    auto reports = evaluate_rankings(data, valid_tasks, [&](const std::vector<uint32_t>& progs) {
-      return predict_programs(*model, data, progs);
-    });
+    ProgramScorer scorer = [&](const std::vector<uint32_t>& progs) { return predict_programs(*model, data, progs); };
+    if (dist != nullptr) scorer = dist->sharded(data, scorer);
+    auto reports = evaluate_rankings(data, valid_tasks, scorer);
     const RankingReport& all = reports.back();
     EpochLog e;
     e.epoch = epoch;
@@ -279,6 +374,8 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
     e.seconds = seconds_before + since(t0);
     e.samples_per_second = static_cast<double>(st.seen) / std::max(train_seconds, 1e-9);
     e.valid_pairwise = all.pairwise;
+    e.comm_seconds = dist != nullptr ? dist->comm_seconds() - comm_before : 0.0;
+    e.wait_seconds = dist != nullptr ? dist->wait_seconds() - wait_before : 0.0;
     result.log.push_back(e);
     if (o.on_epoch) o.on_epoch(e, *model);
     // Better = a higher selection key (selection_key: by default the validation pairwise accuracy).
@@ -328,7 +425,7 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
     st.epoch_seconds = 0;
     st.rng = rng_to_string(rng);
     st.finished = early_stop || st.epoch > o.epochs;
-    if (!o.out_dir.empty()) {
+    if (!o.out_dir.empty() && writer) {
       // best.tclm first: the checkpoint is the commit point, and a resumed run rewrites best.tclm anyway.
       if (better) save_weights(result.best, (std::filesystem::path(o.out_dir) / "best.tclm").string());
       write_file_atomic((std::filesystem::path(o.out_dir) / "train_log.json").string(),
@@ -339,7 +436,7 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
       std::fprintf(stderr, "early stop: no better validation %s for %d epochs\n", selection_figure(o.select), o.patience);
     }
   }
-  if (o.resume && !o.out_dir.empty() && result.best_epoch > 0) {
+  if (o.resume && !o.out_dir.empty() && writer && result.best_epoch > 0) {
     // A run killed between its checkpoint and best.tclm (or resumed after it finished) leaves best.tclm
     // behind the checkpoint's best model: write it again.
     save_weights(result.best, (std::filesystem::path(o.out_dir) / "best.tclm").string());

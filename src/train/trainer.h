@@ -26,8 +26,11 @@
 #include "tclm/dataset.h"
 #include "tclm/evaluation.h"
 #include "tclm/selection.h"
+#include "train/distributed.h"
 
 namespace tclm {
+
+struct Batch;  // train/batches.h
 
 /// The training loss: LambdaRank within tasks, or mean squared error of the labels.
 enum class Loss { kLambdaRank, kMse };
@@ -69,6 +72,10 @@ struct TrainOptions {
   // (before the best model is chosen): a study's learning curves (study-sampling --curves evaluates the
   // test tasks here). It must not train the model; it never influences selection or stopping.
   std::function<void(const EpochLog&, CostModelImpl&)> on_epoch;
+  // Data-parallel training (train/distributed.h): null or world 1 = this process alone. With N
+  // processes the dataset must be this process's shard (LoadOptions::shard = rank, shards = N) of the
+  // same sources on every process, and every option must be the same; rank 0 writes out_dir.
+  std::shared_ptr<DataParallel> dist;
 };
 
 struct TrainResult {
@@ -104,6 +111,14 @@ inline std::vector<float> predict_programs(MambaCostModel& model, const Dataset&
                                            const std::vector<uint32_t>& programs, int batch = 4096) {
   return predict_programs(*model, data, programs, batch);
 }
+
+/// One batch's mean loss and its gradient (accumulated into the parameters' gradients, which the caller
+/// zeroes first), as every training step computes them: the whole batch in this process, or with a
+/// `dist` of N > 1 processes this process's part of it (the groups of the tasks it owns) and one
+/// all-reduce, after which every process holds the gradient one process computes for the whole batch,
+/// up to the order of float sums. A non-finite loss is returned without a gradient (single process).
+double batch_gradient(CostModelImpl& model, const Dataset& data, const Batch& batch, int group_size, Loss loss,
+                      DataParallel* dist = nullptr);
 
 /// Sets libtorch's intra-op threads (0 = all cores).
 void set_threads(int threads);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <set>
 
 #include "dataset/record_cache.h"
@@ -379,4 +380,126 @@ TEST(Cache, MultiBlockCacheOfRealRecordsRoundTripsAndDamageIsDetected) {
   read_record_file_cached(file, cache.path.string(), keep(&rewritten), &s5);
   EXPECT_EQ(rewritten, parsed);
   EXPECT_TRUE(bytes_of(cf) == original) << "the damaged cache file was not rewritten";
+}
+
+TEST(Dataset, StepsComeBackExactlyFromTheCompactCode) {
+  // Every field of a step survives the varint code: extreme and negative integers, no list / a long
+  // list, strings, empty steps and an empty program.
+  MeasureRecord r;
+  r.workload_key = "W";
+  r.target = "llvm";
+  r.costs = {1e-3};
+  TransformStep a;
+  a.kind = StepKind::kSplit;
+  a.ints = {0, -1, 127, 128, -65, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(),
+            int64_t{1} << 40};
+  a.list_pos = 3;
+  a.n_list = 100000;  // beyond the int16 the fixed-width layout kept (list_pos + n_list > ints: a
+                      // code test only, never featurized)
+  TransformStep b;
+  b.kind = StepKind::kPragma;
+  b.ints = {2, 7};
+  b.str = "auto_unroll_max_step$512";
+  TransformStep c;
+  c.kind = StepKind::kComputeInline;  // no integers, no list (list_pos = n_list = -1)
+  r.steps = {a, b, c, b};
+  Dataset d;
+  const int platform = d.intern_platform("p");
+  d.add_record(r, platform, d.intern_group("g"));
+  MeasureRecord empty = r;
+  empty.steps.clear();
+  d.add_record(empty, platform, 0);
+  d.finalize();
+  std::vector<StepView> v;
+  std::vector<int64_t> ints;
+  d.steps(0, &v, &ints);
+  ASSERT_EQ(v.size(), r.steps.size());
+  EXPECT_EQ(d.num_steps(0), 4);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const TransformStep& want = r.steps[i];
+    EXPECT_EQ(v[i].kind, want.kind) << i;
+    EXPECT_EQ(std::vector<int64_t>(v[i].ints, v[i].ints + v[i].n_ints), want.ints) << i;
+    EXPECT_EQ(v[i].list_pos, want.list_pos) << i;
+    EXPECT_EQ(v[i].n_list, want.n_list) << i;
+    EXPECT_EQ(v[i].str, want.str) << i;
+  }
+  d.steps(1, &v, &ints);
+  EXPECT_TRUE(v.empty());
+  EXPECT_EQ(d.num_steps(1), 0);
+  EXPECT_TRUE(d.has_steps(1));
+  // Features from the stored code equal features from the records' own steps (real records: the
+  // featurizer trusts a step's list to lie within its integers, as the readers guarantee).
+  const std::string file = test::source_dir() + "/data/records/k80/matmul/ansor_matmul_65536_1024_1024.log.gz";
+  std::vector<MeasureRecord> records;
+  ReadStats stats;
+  read_record_file(file, [&](const MeasureRecord& rec, const RecordOrigin&) {
+    if (records.size() < 200 && rec.error_no == 0) records.push_back(rec);
+  }, &stats);
+  ASSERT_EQ(records.size(), 200u);
+  Dataset real;
+  const int k80 = real.intern_platform("k80");
+  for (const auto& rec : records) real.add_record(rec, k80, real.intern_group("g"));
+  real.finalize();
+  ASSERT_EQ(real.num_programs(), records.size());
+  for (uint32_t p = 0; p < real.num_programs(); ++p) {
+    std::vector<float> x, mask, want(static_cast<size_t>(real.max_steps()) * kStepFeatureDim);
+    const int L = real.featurize({p}, &x, &mask);
+    const int used = featurize_program(records[p].steps, L, want.data());
+    ASSERT_EQ(used, L);
+    ASSERT_EQ(x, std::vector<float>(want.begin(), want.begin() + static_cast<size_t>(L) * kStepFeatureDim)) << p;
+  }
+}
+
+TEST(Dataset, ShardsKeepEveryProgramsMetadataAndTheStepsOfTheirOwnTasks) {
+  // Real records, two shards: each keeps the costs, labels, tasks and lengths of all programs (so both
+  // cut the same batches) and the steps of the tasks it owns; together they own every task once, and
+  // the programs are dealt evenly (largest task first to the lighter shard: the two differ by at most
+  // the largest task).
+  const std::string dir = test::source_dir() + "/data/records/k80";
+  const Dataset all = Dataset::load({DataSource::parse("k80=" + dir)}, LoadOptions{});
+  ASSERT_GT(all.tasks().size(), 2u);
+  std::vector<int> owners(all.tasks().size(), 0);
+  int64_t programs_of[2] = {0, 0};
+  size_t largest = 0;
+  for (const Task& t : all.tasks()) largest = std::max(largest, t.programs.size());
+  for (int shard = 0; shard < 2; ++shard) {
+    LoadOptions lo;
+    lo.shard = shard;
+    lo.shards = 2;
+    const Dataset d = Dataset::load({DataSource::parse("k80=" + dir)}, lo);
+    ASSERT_EQ(d.num_programs(), all.num_programs());
+    ASSERT_EQ(d.tasks().size(), all.tasks().size());
+    EXPECT_EQ(d.feature_version(), all.feature_version());
+    for (uint32_t t = 0; t < d.tasks().size(); ++t) {
+      const Task& task = d.tasks()[t];
+      ASSERT_EQ(task.programs, all.tasks()[t].programs);
+      const bool own = d.shard_of(t) == shard;
+      owners[t] += own;
+      if (own) programs_of[shard] += static_cast<int64_t>(task.programs.size());
+      for (uint32_t p : task.programs) {
+        ASSERT_EQ(d.label(p), all.label(p));
+        ASSERT_EQ(d.num_steps(p), all.num_steps(p));
+        ASSERT_EQ(d.has_steps(p), own);
+      }
+      std::vector<float> x0, m0, x1, m1;
+      if (own) {
+        d.featurize(task.programs, &x1, &m1);
+        all.featurize(task.programs, &x0, &m0);
+        EXPECT_EQ(x1, x0);
+      } else {
+        EXPECT_NE(test::error_of([&] { d.featurize({task.programs[0]}, &x1, &m1); }).find("another shard"),
+                  std::string::npos);
+      }
+    }
+  }
+  for (int n : owners) EXPECT_EQ(n, 1);
+  EXPECT_EQ(programs_of[0] + programs_of[1], static_cast<int64_t>(all.num_programs()));
+  EXPECT_LE(std::abs(programs_of[0] - programs_of[1]), static_cast<int64_t>(largest));
+  EXPECT_EQ(all.shards(), 1);
+  EXPECT_EQ(all.shard_of(0), 0);
+  LoadOptions bad;
+  bad.shard = 2;
+  bad.shards = 2;
+  EXPECT_NE(test::error_of([&] { Dataset::load({DataSource::parse("k80=" + dir)}, bad); }).find("shard 2 of 2"),
+            std::string::npos);
 }

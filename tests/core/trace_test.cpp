@@ -206,7 +206,8 @@ TEST(Trace, DatabaseDirectoryIsARecordSource) {
   EXPECT_FLOAT_EQ(d.label(0), static_cast<float>(0.001 / 0.003));
   EXPECT_EQ(d.feature_version(), kTraceFeatureVersion);
   std::vector<StepView> v;
-  d.steps(0, &v);
+  std::vector<int64_t> ints;
+  d.steps(0, &v, &ints);
   ASSERT_EQ(v.size(), 5u);
   EXPECT_EQ(v[4].kind, StepKind::kTraceParallel);
   EXPECT_EQ(v[4].ints[trace_slot::kValue], 32);  // the extent of l4 from the split
@@ -266,7 +267,8 @@ TEST(Trace, RealDatabaseFromSharedData) {
   int tiled = 0;
   for (uint32_t p = 0; p < d.num_programs(); ++p) {
     std::vector<StepView> v;
-    d.steps(p, &v);
+    std::vector<int64_t> ints;
+    d.steps(p, &v, &ints);
     ASSERT_FALSE(v.empty());
     EXPECT_EQ(v[0].kind, StepKind::kTraceGetBlock);
     bool tile = false, categorical = false;

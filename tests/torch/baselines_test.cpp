@@ -28,13 +28,13 @@ CostModel make(const std::string& kind, int d = 32) {
 }
 
 // Programs of 3, 5 and 1 real steps with random features.
-struct Batch {
+struct Inputs {
   torch::Tensor x, mask;
 };
-Batch batch(int L, float pad_value) {
+Inputs batch(int L, float pad_value) {
   torch::manual_seed(3);
   const std::vector<int> lens = {3, 5, 1};
-  Batch b;
+  Inputs b;
   b.x = torch::randn({3, L, kStepFeatureDim});
   b.mask = torch::zeros({3, L});
   for (int i = 0; i < 3; ++i) {
@@ -51,8 +51,8 @@ TEST(Baselines, PaddingNeverChangesAScore) {
     CostModel m = make(kind);
     m->eval();
     torch::NoGradGuard ng;
-    const Batch tight = batch(5, 0.0f);
-    const Batch padded = batch(9, NAN);  // 4 more padding steps holding NaN garbage
+    const Inputs tight = batch(5, 0.0f);
+    const Inputs padded = batch(9, NAN);  // 4 more padding steps holding NaN garbage
     padded.x.narrow(1, 0, 5).copy_(tight.x);
     for (int i = 0; i < 3; ++i) padded.x[i].narrow(0, 5, 4).fill_(NAN);
     const auto a = m->forward(tight.x, tight.mask);
@@ -64,7 +64,7 @@ TEST(Baselines, PaddingNeverChangesAScore) {
 }
 
 TEST(Baselines, MlpPoolingEqualsTheCppReference) {
-  const Batch b = batch(6, 0.0f);
+  const Inputs b = batch(6, 0.0f);
   const auto pooled = MlpCostModelImpl::pool(b.x, b.mask).contiguous();
   ASSERT_EQ(pooled.size(1), kPooledFeatureDim);
   const std::vector<int> lens = {3, 5, 1};
@@ -82,7 +82,7 @@ TEST(Baselines, LstmReadsTheLastRealStep) {
   CostModel m = make("lstm");
   m->eval();
   torch::NoGradGuard ng;
-  const Batch b = batch(5, 0.0f);
+  const Inputs b = batch(5, 0.0f);
   const auto all = m->embed(b.x, b.mask);
   // Program 0 alone, without padding: its 3 steps.
   const auto alone = m->embed(b.x.narrow(0, 0, 1).narrow(1, 0, 3), torch::ones({1, 3}));
@@ -102,7 +102,7 @@ TEST(Baselines, WeightsRoundTripAndKindChecks) {
     EXPECT_EQ(back->kind(), kind);
     EXPECT_EQ(back->num_parameters(), m->num_parameters());
     m->eval();
-    const Batch b = batch(5, 0.0f);
+    const Inputs b = batch(5, 0.0f);
     torch::NoGradGuard ng;
     EXPECT_TRUE(torch::allclose(m->forward(b.x, b.mask), back->forward(b.x, b.mask)));
     // The weights of one kind do not load into another.

@@ -113,7 +113,10 @@ void expect_parity(MambaCostModel& model, const std::string& what) {
 
   const CostModelEngine engine(to_weights(model), what);
   std::vector<float> from_steps(progs.size());
-  engine.predict_views(progs.size(), [&](size_t i, std::vector<StepView>* v) { d.steps(progs[i], v); },
+  engine.predict_views(progs.size(), [&](size_t i, std::vector<StepView>* v) {
+        thread_local std::vector<int64_t> ints;
+        d.steps(progs[i], v, &ints);
+      },
                        from_steps.data());
   std::vector<float> x, mask;
   const int L = d.featurize(progs, &x, &mask);
@@ -175,7 +178,10 @@ TEST(InferParity, ThroughAWeightsFileOnDisk) {
   const std::vector<uint32_t> progs = sample_programs();
   const std::vector<float> want = predict_programs(loaded, d, progs);
   std::vector<float> got(progs.size());
-  engine.predict_views(progs.size(), [&](size_t i, std::vector<StepView>* v) { d.steps(progs[i], v); }, got.data());
+  engine.predict_views(progs.size(), [&](size_t i, std::vector<StepView>* v) {
+        thread_local std::vector<int64_t> ints;
+        d.steps(progs[i], v, &ints);
+      }, got.data());
   EXPECT_LT(diff(got, want).rel, 1e-4);
 }
 

@@ -1,0 +1,160 @@
+// train/distributed.cpp: c10d's TCPStore and ProcessGroupGloo behind DataParallel (train/distributed.h).
+#include "train/distributed.h"
+
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO 1  // ProcessGroupGloo.hpp declares the class only with this set (Debian builds it in)
+#endif
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <fmt/format.h>
+
+#include "common/timer.h"
+#include "tclm/dataset.h"
+#include "tclm/error.h"
+
+namespace tclm {
+
+namespace {
+
+int env_int(const char* name, int fallback, bool required, int lo, int hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') {
+    if (required) throw Error(fmt::format("data-parallel training: ${} is not set (with WORLD_SIZE > 1, every "
+                                          "process needs RANK, MASTER_ADDR and MASTER_PORT; scripts/dist-run.sh "
+                                          "sets them)", name));
+    return fallback;
+  }
+  char* end = nullptr;
+  errno = 0;
+  const long x = std::strtol(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || x < lo || x > hi) {
+    throw Error(fmt::format("data-parallel training: ${}='{}' is not an integer in [{}, {}]", name, v, lo, hi));
+  }
+  return static_cast<int>(x);
+}
+
+bool is_loopback(const std::string& addr) {
+  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+}
+
+}  // namespace
+
+DistOptions DistOptions::from_env() {
+  DistOptions o;
+  o.world = env_int("WORLD_SIZE", 1, false, 1, 1 << 16);
+  if (o.world == 1) return o;
+  o.rank = env_int("RANK", 0, true, 0, o.world - 1);
+  const char* addr = std::getenv("MASTER_ADDR");
+  if (addr == nullptr || *addr == '\0') env_int("MASTER_ADDR", 0, true, 0, 0);  // throws the message
+  o.master_addr = addr;
+  o.master_port = env_int("MASTER_PORT", 0, true, 1, 65535);
+  return o;
+}
+
+struct DataParallel::Impl {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+};
+
+DataParallel::DataParallel(const DistOptions& options) : options_(options), impl_(std::make_unique<Impl>()) {
+  if (options.world < 1 || options.rank < 0 || options.rank >= options.world) {
+    throw Error(fmt::format("data-parallel training: rank {} of {} does not exist", options.rank, options.world));
+  }
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.timeout_seconds * 1000));
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<std::uint16_t>(options.master_port);
+    so.isServer = options.rank == 0;
+    so.numWorkers = static_cast<std::size_t>(options.world);
+    so.waitWorkers = true;
+    so.timeout = timeout;
+    impl_->store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, so);
+    auto go = c10d::ProcessGroupGloo::Options::create(timeout);
+    // The interface Gloo's connections use: GLOO_SOCKET_IFNAME (as in PyTorch), else loopback for a
+    // loopback master (one machine), else the address this machine's hostname resolves to.
+    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname != nullptr && *ifname != '\0') {
+      go->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    } else if (is_loopback(options.master_addr)) {
+      go->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    } else {
+      go->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    }
+    go->threads = 1;
+    auto prefixed = c10::make_intrusive<c10d::PrefixStore>("tclm", impl_->store);
+    impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, options.rank, options.world, go);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("data-parallel training: rank {} of {} could not join the others at {}:{} within {:.0f} s: "
+                            "{} (every process needs the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE, and rank 0 "
+                            "must be able to listen on that port)",
+                            options.rank, options.world, options.master_addr, options.master_port,
+                            options.timeout_seconds, e.what()));
+  }
+}
+
+DataParallel::~DataParallel() = default;
+
+// Runs one collective on `t`, timed into comm_seconds; a failure names this rank and the operation.
+template <typename Collective>
+void DataParallel::collective(torch::Tensor& t, const char* what, Collective op) {
+  if (options_.world == 1) return;
+  const auto t0 = Clock::now();
+  try {
+    std::vector<torch::Tensor> tensors{t};
+    op(*impl_->group, tensors)->wait();
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("data-parallel training: rank {} of {} lost the other processes during {} (one of them "
+                            "stopped or is unreachable): {}; every process stops, rerun with --resume",
+                            options_.rank, options_.world, what, e.what()));
+  }
+  comm_seconds_ += since(t0);
+}
+
+void DataParallel::all_reduce_sum(torch::Tensor& t, const char* what) {
+  collective(t, what, [](c10d::ProcessGroup& g, std::vector<torch::Tensor>& v) { return g.allreduce(v); });
+}
+
+void DataParallel::broadcast(torch::Tensor& t, const char* what) {
+  collective(t, what, [](c10d::ProcessGroup& g, std::vector<torch::Tensor>& v) { return g.broadcast(v); });
+}
+
+void DataParallel::wait_for_all(const char* what) {
+  if (options_.world == 1) return;
+  torch::Tensor one = torch::ones({1}, torch::kFloat32);
+  const double before = comm_seconds_;
+  const auto t0 = Clock::now();
+  all_reduce_sum(one, what);
+  comm_seconds_ = before;
+  wait_seconds_ += since(t0);
+}
+
+ProgramScorer DataParallel::sharded(const Dataset& data, ProgramScorer local) {
+  return [this, &data, local = std::move(local)](const std::vector<uint32_t>& programs) {
+    std::vector<uint32_t> mine;
+    std::vector<size_t> where;
+    std::vector<int8_t> owned(data.tasks().size(), -1);  // per task: -1 not asked yet
+    for (size_t i = 0; i < programs.size(); ++i) {
+      int8_t& own = owned[data.task_of(programs[i])];
+      if (own < 0) own = data.shard_of(data.task_of(programs[i])) == options_.rank;
+      if (own) {
+        mine.push_back(programs[i]);
+        where.push_back(i);
+      }
+    }
+    torch::Tensor all = torch::zeros({static_cast<int64_t>(programs.size())}, torch::kFloat32);
+    if (!mine.empty()) {
+      const std::vector<float> s = local(mine);
+      float* out = all.data_ptr<float>();
+      for (size_t k = 0; k < mine.size(); ++k) out[where[k]] = s[k];
+    }
+    all_reduce_sum(all, "the evaluation");  // each score comes from one process, zeros from the others
+    const float* p = all.data_ptr<float>();
+    return std::vector<float>(p, p + programs.size());
+  };
+}
+
+}  // namespace tclm
