@@ -4,7 +4,7 @@
 //            e.g. "k80") or else the normalized target (normalize_target).
 // Label    = normalized throughput min_cost(task) / mean_cost(program), in (0, 1] (TenSet/TLP).
 // Records with error_no != 0 or non-positive / non-finite costs are counted and kept out.
-// Programs are stored as varint-coded transform steps in one arena (~0.25 KB per program of Ansor
+// Programs are stored as varint-coded transform steps in 4 MB blocks (~0.3 KB per program of Ansor
 // records, docs/reliability.md "Scale") so that millions of them fit in memory; features are computed
 // per batch (tclm/feature.h).
 #pragma once

@@ -52,7 +52,8 @@ progress line per task on stderr.
 
 Resume: the pool and the picks are a function of the seed, and a pick whose program is already in the
 task's record file is not measured again; a task collect.json marks done with the same settings is
-skipped without sampling. Another --pool, --budget, --method, --seed, --cores, --mcpu or platform in the
+skipped without sampling. A batch interrupted (Ctrl-C, SIGTERM) while it is measured is not written,
+so a resumed run measures it again. Another --pool, --budget, --method, --seed, --cores, --mcpu or platform in the
 same OUT is refused (its picks would differ); the networks may change (tasks accumulate).
 """
 
@@ -66,6 +67,7 @@ import math
 import os
 import platform as _platform
 import re
+import signal
 import sys
 import time
 from typing import Dict, List, Optional, Tuple
@@ -300,18 +302,34 @@ class Measurer:
 
     def measure(self, inputs):
         """One MeasureResult per input; an unexpected failure of the whole batch gives every input an
-        error result (error_no 8, unknown) instead of an exception."""
+        error result (error_no 8, unknown) instead of an exception. An interruption (SIGINT, SIGTERM)
+        during the batch raises KeyboardInterrupt and records nothing: TVM's runner calls back into
+        Python, where the interruption is swallowed and the batch would come back as failures that a
+        resumed collection never measures again."""
         from tvm import auto_scheduler
 
+        interrupted = []
+
+        def on_signal(signum, frame):
+            interrupted.append(signum)
+            raise KeyboardInterrupt
+
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            built = self.builder.build(inputs, verbose=0)
-            results = list(self.runner.run(inputs, built, verbose=0))
-            self.devices_left = report_device_losses(
-                self.remote, [int(r.error_no) for r in results], lambda m: print(f"tclm collect: {m}", file=sys.stderr))
-            return results
-        except Exception as e:  # noqa: BLE001 - recorded as failed measurements, never fatal
-            msg = f"tclm collect: measuring failed: {type(e).__name__}: {e}"[:2000]
-            return [auto_scheduler.MeasureResult([_MAX_FLOAT], 8, msg, 0.0, time.time()) for _ in inputs]
+            try:
+                built = self.builder.build(inputs, verbose=0)
+                results = list(self.runner.run(inputs, built, verbose=0))
+            except Exception as e:  # noqa: BLE001 - recorded as failed measurements, never fatal
+                msg = f"tclm collect: measuring failed: {type(e).__name__}: {e}"[:2000]
+                results = [auto_scheduler.MeasureResult([_MAX_FLOAT], 8, msg, 0.0, time.time()) for _ in inputs]
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if interrupted:
+            raise KeyboardInterrupt("interrupted while measuring a batch: the batch is not recorded")
+        self.devices_left = report_device_losses(
+            self.remote, [int(r.error_no) for r in results], lambda m: print(f"tclm collect: {m}", file=sys.stderr))
+        return results
 
 
 # ----------------------------------------------------------------------------------------- collection

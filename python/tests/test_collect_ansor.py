@@ -166,3 +166,45 @@ def test_platform_name_and_cpu_flags(tmp_path):
 def test_policy_seed_is_never_zero_and_depends_on_the_task():
     seeds = {_collect_ansor.policy_seed(s, k) for s in range(50) for k in ("a", "b")}
     assert 0 not in seeds and len(seeds) == 100
+
+
+def test_an_interrupted_batch_is_not_recorded_as_failures():
+    """SIGINT while TVM's runner is inside a Python callback: TVM swallows the KeyboardInterrupt and
+    fails the batch; measure() must raise KeyboardInterrupt instead of returning the batch as failures
+    (error_no 8), which a resumed collection would never measure again."""
+    import os
+    import signal
+
+    settings = dict(build_timeout=30, timeout=10, number=1, repeat=3, min_repeat_ms=20, cooldown=0.0,
+                    cache_flush=False)
+    m = _collect_ansor.Measurer(settings, cores=1)
+
+    class Builder:
+        def build(self, inputs, verbose=0):
+            return [None] * len(inputs)
+
+    class InterruptedRunner:
+        def run(self, inputs, built, verbose=0):
+            try:  # what TVM's ctypes callback does with an exception: prints it and fails the call
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(1000):
+                    pass
+            except BaseException:  # noqa: BLE001
+                pass
+            raise RuntimeError("the packed function failed")
+
+    class FailingRunner:
+        def run(self, inputs, built, verbose=0):
+            raise RuntimeError("a batch-wide failure")
+
+    m.builder = Builder()
+    m.runner = InterruptedRunner()
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt, match="not recorded"):
+        m.measure([object(), object()])
+    assert signal.getsignal(signal.SIGINT) is before
+    # Without an interruption a batch-wide failure is still recorded, as unknown errors (error_no 8).
+    m.runner = FailingRunner()
+    results = m.measure([object(), object()])
+    assert [int(r.error_no) for r in results] == [8, 8]
+    assert "a batch-wide failure" in str(results[0].error_msg)
