@@ -158,6 +158,8 @@ class Dataset {
   static constexpr uint64_t kNoCode = ~uint64_t{0};
   void append_code(const std::vector<uint8_t>& code);  // pushes code_at_
   const uint8_t* code_begin(uint32_t p, const uint8_t** end) const;
+  // steps(), returning the end of the program's code (nullptr for a program without steps).
+  const uint8_t* decode(uint32_t p, std::vector<StepView>* out, std::vector<int64_t>* ints) const;
   std::vector<std::vector<uint8_t>> blocks_;
   std::vector<uint64_t> code_at_;
   std::vector<uint32_t> n_steps_;

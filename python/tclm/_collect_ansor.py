@@ -52,8 +52,8 @@ progress line per task on stderr.
 
 Resume: the pool and the picks are a function of the seed, and a pick whose program is already in the
 task's record file is not measured again; a task collect.json marks done with the same settings is
-skipped without sampling. A batch interrupted (Ctrl-C, SIGTERM) while it is measured is not written,
-so a resumed run measures it again. Another --pool, --budget, --method, --seed, --cores, --mcpu or platform in the
+skipped without sampling. Ctrl-C or SIGTERM lets the batch being measured end and stops without
+writing it (a second one stops at once), so a resumed run measures it again. Another --pool, --budget, --method, --seed, --cores, --mcpu or platform in the
 same OUT is refused (its picks would differ); the networks may change (tasks accumulate).
 """
 
@@ -302,17 +302,20 @@ class Measurer:
 
     def measure(self, inputs):
         """One MeasureResult per input; an unexpected failure of the whole batch gives every input an
-        error result (error_no 8, unknown) instead of an exception. An interruption (SIGINT, SIGTERM)
-        during the batch raises KeyboardInterrupt and records nothing: TVM's runner calls back into
-        Python, where the interruption is swallowed and the batch would come back as failures that a
-        resumed collection never measures again."""
+        error result (error_no 8, unknown) instead of an exception.
+
+        An interruption (SIGINT, SIGTERM) while the batch is measured lets the batch end (a second one
+        stops at once) and then raises KeyboardInterrupt without returning it: Ctrl-C also reaches
+        TVM's worker processes, so the batch's results are failures that are not the programs' own,
+        and a resumed collection would never measure them again."""
         from tvm import auto_scheduler
 
         interrupted = []
 
         def on_signal(signum, frame):
             interrupted.append(signum)
-            raise KeyboardInterrupt
+            if len(interrupted) > 1:
+                raise KeyboardInterrupt
 
         previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
@@ -326,7 +329,7 @@ class Measurer:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         if interrupted:
-            raise KeyboardInterrupt("interrupted while measuring a batch: the batch is not recorded")
+            raise KeyboardInterrupt
         self.devices_left = report_device_losses(
             self.remote, [int(r.error_no) for r in results], lambda m: print(f"tclm collect: {m}", file=sys.stderr))
         return results
@@ -500,7 +503,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         p.error("--input applies to --onnx models")
     require_remote_target(a, p, argv, need_platform=True)
     remote = from_args(a, p)
-    return collect(a, networks, excluded, argv, remote)
+    try:
+        return collect(a, networks, excluded, argv, remote)
+    except KeyboardInterrupt:
+        print("tclm collect: interrupted; the batch being measured is not recorded; run the same command again "
+              "to continue", file=sys.stderr)
+        return 130
 
 
 def collect(a, networks: List[str], excluded: List[str], argv: List[str], remote: Optional[Remote] = None) -> int:

@@ -169,8 +169,8 @@ def test_policy_seed_is_never_zero_and_depends_on_the_task():
 
 
 def test_an_interrupted_batch_is_not_recorded_as_failures():
-    """SIGINT while TVM's runner is inside a Python callback: TVM swallows the KeyboardInterrupt and
-    fails the batch; measure() must raise KeyboardInterrupt instead of returning the batch as failures
+    """SIGINT while the batch is measured (Ctrl-C also reaches TVM's workers, whose runs then fail):
+    measure() lets the batch end and raises KeyboardInterrupt instead of returning the batch as failures
     (error_no 8), which a resumed collection would never measure again."""
     import os
     import signal
@@ -185,13 +185,13 @@ def test_an_interrupted_batch_is_not_recorded_as_failures():
 
     class InterruptedRunner:
         def run(self, inputs, built, verbose=0):
-            try:  # what TVM's ctypes callback does with an exception: prints it and fails the call
+            try:  # TVM runs the measurement in a Python callback, which swallows what is raised in it
                 os.kill(os.getpid(), signal.SIGINT)
                 for _ in range(1000):
                     pass
             except BaseException:  # noqa: BLE001
                 pass
-            raise RuntimeError("the packed function failed")
+            raise RuntimeError("the workers were interrupted")
 
     class FailingRunner:
         def run(self, inputs, built, verbose=0):
@@ -200,7 +200,7 @@ def test_an_interrupted_batch_is_not_recorded_as_failures():
     m.builder = Builder()
     m.runner = InterruptedRunner()
     before = signal.getsignal(signal.SIGINT)
-    with pytest.raises(KeyboardInterrupt, match="not recorded"):
+    with pytest.raises(KeyboardInterrupt):
         m.measure([object(), object()])
     assert signal.getsignal(signal.SIGINT) is before
     # Without an interruption a batch-wide failure is still recorded, as unknown errors (error_no 8).

@@ -196,7 +196,7 @@ size_t Dataset::program_bytes() const {
          task_of_.capacity() * sizeof(uint32_t) + task_lists;
 }
 
-void Dataset::steps(uint32_t p, std::vector<StepView>* out, std::vector<int64_t>* ints) const {
+const uint8_t* Dataset::decode(uint32_t p, std::vector<StepView>* out, std::vector<int64_t>* ints) const {
   out->clear();
   ints->clear();
   if (!has_steps(p)) {
@@ -204,30 +204,34 @@ void Dataset::steps(uint32_t p, std::vector<StepView>* out, std::vector<int64_t>
                             "process only featurizes the tasks it owns",
                             p, tasks_[task_of_[p]].workload_key));
   }
+  if (n_steps_[p] == 0) return nullptr;
   const uint8_t* end = nullptr;
-  const uint8_t* begin = n_steps_[p] > 0 ? code_begin(p, &end) : nullptr;
-  VarReader rd{begin, end};
-  std::vector<size_t> first_int;  // each view's first integer in *ints (pointers are set once it stops growing)
-  first_int.reserve(n_steps_[p]);
+  VarReader rd{code_begin(p, &end), end};
+  auto damaged = [p] { return InternalError(fmt::format("Dataset: the code of program {} is damaged", p)); };
   for (uint32_t i = 0; i < n_steps_[p]; ++i) {
     uint64_t str_id = 0, list_pos = 0, n_list = 0, n_ints = 0;
-    if (rd.p == rd.end) throw InternalError(fmt::format("Dataset: the code of program {} is damaged", p));
+    if (rd.p == rd.end) throw damaged();
     const auto kind = static_cast<StepKind>(*rd.p++);
-    if (!rd.varint(&str_id) || !rd.varint(&list_pos) || !rd.varint(&n_list) || !rd.varint(&n_ints)) {
-      throw InternalError(fmt::format("Dataset: the code of program {} is damaged", p));
-    }
-    first_int.push_back(ints->size());
+    if (!rd.varint(&str_id) || !rd.varint(&list_pos) || !rd.varint(&n_list) || !rd.varint(&n_ints)) throw damaged();
     for (uint64_t k = 0; k < n_ints; ++k) {
       int64_t v = 0;
-      if (!rd.svarint(&v)) throw InternalError(fmt::format("Dataset: the code of program {} is damaged", p));
+      if (!rd.svarint(&v)) throw damaged();
       ints->push_back(v);
     }
     out->push_back(StepView{kind, nullptr, static_cast<int32_t>(n_ints), static_cast<int32_t>(unzigzag(list_pos)),
                             static_cast<int32_t>(unzigzag(n_list)),
                             str_id > 0 ? std::string_view(strings_[str_id - 1]) : std::string_view()});
   }
-  for (size_t i = 0; i < out->size(); ++i) (*out)[i].ints = ints->data() + first_int[i];
+  // The integers are in place now (the vector no longer grows): each step's are the next n_ints.
+  const int64_t* next = ints->data();
+  for (StepView& v : *out) {
+    v.ints = next;
+    next += v.n_ints;
+  }
+  return rd.p;
 }
+
+void Dataset::steps(uint32_t p, std::vector<StepView>* out, std::vector<int64_t>* ints) const { decode(p, out, ints); }
 
 int Dataset::featurize(const std::vector<uint32_t>& programs, std::vector<float>* x,
                        std::vector<float>* mask) const {
@@ -279,6 +283,8 @@ Dataset Dataset::subset(const std::vector<uint32_t>& programs) const {
   d.n_steps_.reserve(programs.size());
   d.task_of_.reserve(programs.size());
   d.code_at_.reserve(programs.size());
+  std::vector<StepView> views;
+  std::vector<int64_t> ints;
   for (uint32_t p : programs) {
     if (p >= num_programs()) {
       throw Error(fmt::format("Dataset::subset: program {} is out of range ({} programs)", p, num_programs()));
@@ -301,19 +307,9 @@ Dataset Dataset::subset(const std::vector<uint32_t>& programs) const {
     }
     // The program's code runs until its n_steps steps are read.
     const uint8_t* end = nullptr;
-    const uint8_t* begin = code_begin(p, &end);
-    VarReader rd{begin, end};
-    for (uint32_t i = 0; i < n_steps_[p]; ++i) {
-      uint64_t v = 0, n_ints = 0;
-      ++rd.p;  // kind
-      if (!rd.varint(&v) || !rd.varint(&v) || !rd.varint(&v) || !rd.varint(&n_ints)) {
-        throw InternalError(fmt::format("Dataset: the code of program {} is damaged", p));
-      }
-      for (uint64_t k = 0; k < n_ints; ++k) {
-        if (!rd.varint(&v)) throw InternalError(fmt::format("Dataset: the code of program {} is damaged", p));
-      }
-    }
-    d.append_code(std::vector<uint8_t>(begin, rd.p));
+    const uint8_t* begin = n_steps_[p] > 0 ? code_begin(p, &end) : nullptr;
+    end = decode(p, &views, &ints);
+    d.append_code(std::vector<uint8_t>(begin, end));
   }
   d.finalize();
   return d;

@@ -98,9 +98,9 @@ DataParallel::DataParallel(const DistOptions& options) : options_(options), impl
 
 DataParallel::~DataParallel() = default;
 
-// Runs one collective on `t`, timed into comm_seconds; a failure names this rank and the operation.
+// Runs one collective on `t`, its time added to *clock; a failure names this rank and the operation.
 template <typename Collective>
-void DataParallel::collective(torch::Tensor& t, const char* what, Collective op) {
+void DataParallel::collective(torch::Tensor& t, const char* what, double* clock, Collective op) {
   if (options_.world == 1) return;
   const auto t0 = Clock::now();
   try {
@@ -111,36 +111,28 @@ void DataParallel::collective(torch::Tensor& t, const char* what, Collective op)
                             "stopped or is unreachable): {}; every process stops, rerun with --resume",
                             options_.rank, options_.world, what, e.what()));
   }
-  comm_seconds_ += since(t0);
+  *clock += since(t0);
 }
 
 void DataParallel::all_reduce_sum(torch::Tensor& t, const char* what) {
-  collective(t, what, [](c10d::ProcessGroup& g, std::vector<torch::Tensor>& v) { return g.allreduce(v); });
+  collective(t, what, &comm_seconds_, [](c10d::ProcessGroup& g, std::vector<torch::Tensor>& v) { return g.allreduce(v); });
 }
 
 void DataParallel::broadcast(torch::Tensor& t, const char* what) {
-  collective(t, what, [](c10d::ProcessGroup& g, std::vector<torch::Tensor>& v) { return g.broadcast(v); });
+  collective(t, what, &comm_seconds_, [](c10d::ProcessGroup& g, std::vector<torch::Tensor>& v) { return g.broadcast(v); });
 }
 
 void DataParallel::wait_for_all(const char* what) {
-  if (options_.world == 1) return;
   torch::Tensor one = torch::ones({1}, torch::kFloat32);
-  const double before = comm_seconds_;
-  const auto t0 = Clock::now();
-  all_reduce_sum(one, what);
-  comm_seconds_ = before;
-  wait_seconds_ += since(t0);
+  collective(one, what, &wait_seconds_, [](c10d::ProcessGroup& g, std::vector<torch::Tensor>& v) { return g.allreduce(v); });
 }
 
 ProgramScorer DataParallel::sharded(const Dataset& data, ProgramScorer local) {
   return [this, &data, local = std::move(local)](const std::vector<uint32_t>& programs) {
     std::vector<uint32_t> mine;
     std::vector<size_t> where;
-    std::vector<int8_t> owned(data.tasks().size(), -1);  // per task: -1 not asked yet
     for (size_t i = 0; i < programs.size(); ++i) {
-      int8_t& own = owned[data.task_of(programs[i])];
-      if (own < 0) own = data.shard_of(data.task_of(programs[i])) == options_.rank;
-      if (own) {
+      if (data.shard_of(data.task_of(programs[i])) == options_.rank) {
         mine.push_back(programs[i]);
         where.push_back(i);
       }

@@ -68,7 +68,7 @@ class DataParallel {
 
  private:
   template <typename Collective>
-  void collective(torch::Tensor& t, const char* what, Collective op);
+  void collective(torch::Tensor& t, const char* what, double* clock, Collective op);
   struct Impl;
   DistOptions options_;
   std::unique_ptr<Impl> impl_;
