@@ -27,8 +27,20 @@ struct Opts {
   double budget = 0.1;
   double source_fraction = 1.0;
   int seeds = 1, first_seed = 0;
+  double dist_timeout = 300;
   bool quiet = false;
 };
+
+// Every process of a data-parallel study must read the same records with the same options.
+uint64_t study_fingerprint(const std::string& options, const Dataset& d) {
+  uint64_t h = fnv1a64(fmt::format("{}|programs={} tasks={} version={}", options, d.num_programs(), d.tasks().size(),
+                                   d.feature_version()));
+  for (size_t p = 0; p < d.num_programs(); ++p) {
+    const float l = d.label(static_cast<uint32_t>(p));
+    h = fnv1a64(std::string_view(reinterpret_cast<const char*>(&l), sizeof l), h);
+  }
+  return h;
+}
 
 }  // namespace
 
@@ -87,8 +99,18 @@ Command add_transfer_command(CLI::App& app) {
       ->check(CLI::Range(0, 100000000));
   cmd->add_option("--threads", o->train.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
   add_select_option(cmd, &o->train.select);  // the baselines' and the CKD phases' model selection
+  cmd->add_option("--dist-timeout", o->dist_timeout,
+                  "Data-parallel study (N processes, started with WORLD_SIZE, RANK, MASTER_ADDR and MASTER_PORT set, "
+                  "e.g. by scripts/dist-run.sh; docs/distributed.md): seconds a process waits for the others (to "
+                  "join, and in each all-reduce) before it stops with an error")
+      ->check(CLI::Range(1.0, 1e6));
   cmd->add_flag("--quiet", o->quiet, "No progress display");
   return Command{cmd, [o, cmd]() {
+    // Data-parallel: this process is one of WORLD_SIZE; each keeps the steps of its shard of the tasks,
+    // all take part in every phase, rank 0 writes --out.
+    DistOptions dist = DistOptions::from_env();
+    dist.timeout_seconds = o->dist_timeout;
+    const bool writer = dist.rank == 0;
     study::TransferStudyOptions so;
     so.sources = split_list(o->sources);
     so.target = o->target;
@@ -102,14 +124,26 @@ Command add_transfer_command(CLI::App& app) {
     so.seeds = o->seeds;
     so.first_seed = o->first_seed;
     so.out = o->out;
-    so.progress = !o->quiet;
+    so.progress = !o->quiet && writer;
     check_outputs(data_inputs(o->data.sources), {{"--out", o->out}});
-    claim_output_dir(o->out, "transfer");
+    if (writer) claim_output_dir(o->out, "transfer");
+    if (dist.world > 1) {
+      so.train.dist = std::make_shared<DataParallel>(dist);
+      o->data.shard = dist.rank;
+      o->data.shards = dist.world;
+      if (so.progress) {
+        std::fprintf(stderr, "data-parallel study: %d processes joined at %s:%d; each keeps the steps of its shard "
+                             "of the tasks\n", dist.world, dist.master_addr.c_str(), dist.master_port);
+      }
+    }
     Dataset d = o->data.load(so.progress && isatty(fileno(stderr)));
     set_threads(o->train.threads);
     const Split split = make_split(d, o->data.split_options());
-    print_split(d, split);
+    if (writer) print_split(d, split);
+    // The options that change the result (not the timeout), compared with rank 0's.
+    if (so.train.dist) so.train.dist->check_same(study_fingerprint(cmd->config_to_str(true, false), d), "study");
     const study::TransferStudyResult result = study::run_transfer_study(std::move(d), split, so);
+    if (!writer) return 0;
 
     const std::string table = study::transfer_markdown(result, so);
     // Every option's value, defaults included: which settings a directory of results came from.

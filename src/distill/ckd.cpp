@@ -39,9 +39,12 @@ std::vector<float> score_programs(const ScoreFn& f, const Dataset& data, const s
   return out;
 }
 
-RankingReport evaluate(const ScoreFn& f, const Dataset& data, const std::vector<uint32_t>& tasks) {
-  return evaluate_rankings(data, tasks, [&](const std::vector<uint32_t>& p) { return score_programs(f, data, p); })
-      .back();
+/// The ranking report of `tasks` of `data`; with N processes each scores the programs it keeps and the
+/// scores are combined (DataParallel::sharded).
+RankingReport evaluate(const ScoreFn& f, const Dataset& data, const std::vector<uint32_t>& tasks, DataParallel* dist) {
+  ProgramScorer scorer = [&](const std::vector<uint32_t>& p) { return score_programs(f, data, p); };
+  if (dist != nullptr) scorer = dist->sharded(data, scorer);
+  return evaluate_rankings(data, tasks, scorer).back();
 }
 
 /// Copies `from` into `to` element by element (same shapes: one module's parameters into another's).
@@ -50,13 +53,22 @@ void assign_parameters(const std::vector<torch::Tensor>& to, const std::vector<t
   for (size_t i = 0; i < to.size(); ++i) to[i].copy_(from[i]);
 }
 
+/// A step's loss: terms that are means over the batch's rows and a term of the parameters alone
+/// (backward_loss, train/distributed.h).
+struct StepLoss {
+  std::vector<LossPart> parts;
+  torch::Tensor global;
+};
+
 struct FitSpec {
   std::string name;                   // "CL k80": phase and platform, for progress and errors
   torch::nn::Module* module;          // switched between train() and eval()
   std::vector<torch::Tensor> params;  // trained (and snapshotted for the best epoch)
   double lr;
   int epochs;
-  std::function<torch::Tensor(const BatchTensors&, int epoch)> loss;
+  // The loss of this process's part of a batch (null: it owns none of the batch's groups; it is still
+  // called, on every process alike, so that everything it draws from the data-order RNG stays in step).
+  std::function<StepLoss(const BatchTensors* part, int epoch)> loss;
   ScoreFn score;
 };
 
@@ -66,6 +78,7 @@ struct FitSpec {
 std::vector<EpochLog> fit(const FitSpec& s, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                           const Dataset& eval_data, const std::vector<uint32_t>& eval_tasks, const CkdOptions& o,
                           std::mt19937_64& rng, int* kept_epoch) {
+  DataParallel* dist = o.dist && o.dist->world() > 1 ? o.dist.get() : nullptr;
   torch::optim::Adam opt(s.params, torch::optim::AdamOptions(s.lr));
   // A small platform (a sampled budget) gets more epochs so that the phase takes >= min_steps steps;
   // the learning-rate steps stretch in proportion.
@@ -89,18 +102,22 @@ std::vector<EpochLog> fit(const FitSpec& s, const Dataset& data, const std::vect
     double loss_sum = 0;
     int64_t seen = 0;
     for (size_t bi = 0; bi < batches.size(); ++bi) {
-      BatchTensors bt = to_tensors(data, batches[bi], o.group_size);
-      torch::Tensor loss = s.loss(bt, epoch);
-      const double v = loss.item<double>();
+      const Batch mine = dist != nullptr ? dist->owned_part(data, batches[bi]) : Batch{};
+      const Batch& part = dist != nullptr ? mine : batches[bi];
+      std::optional<BatchTensors> bt;
+      if (!part.groups.empty()) bt = to_tensors(data, part, o.group_size);
+      opt.zero_grad();
+      const StepLoss loss = s.loss(bt ? &*bt : nullptr, epoch);
+      const double v = backward_loss(loss.parts, loss.global, s.params, dist);
       if (!std::isfinite(v)) {
         throw Error(fmt::format("{}: the loss is {} at epoch {}; lower --lr-cl / --lr-kd or --lambda", s.name, v, epoch));
       }
-      opt.zero_grad();
-      loss.backward();
       if (o.grad_clip > 0) torch::nn::utils::clip_grad_norm_(s.params, o.grad_clip);
       opt.step();
-      loss_sum += v * static_cast<double>(bt.n);
-      seen += bt.n;
+      int64_t n = 0;
+      for (const auto& g : batches[bi].groups) n += static_cast<int64_t>(g.size());
+      loss_sum += v * static_cast<double>(n);
+      seen += n;
       if (tty) {
         std::fprintf(stderr, "\r%s epoch %d/%d  batch %zu/%zu  loss %.4f   ", s.name.c_str(), epoch, epochs, bi + 1,
                      batches.size(), loss_sum / std::max<int64_t>(seen, 1));
@@ -108,7 +125,7 @@ std::vector<EpochLog> fit(const FitSpec& s, const Dataset& data, const std::vect
       }
     }
     s.module->eval();
-    const RankingReport r = evaluate(s.score, eval_data, eval_tasks);
+    const RankingReport r = evaluate(s.score, eval_data, eval_tasks, dist);
     // The trainer's model selection (TrainOptions::select, train/trainer.h): the same figures, the
     // same tolerances; no warm-up here (step decay), so every epoch is selectable.
     EpochLog e;
@@ -197,13 +214,15 @@ double KnowledgeBase::fisher_mean() const {
 }
 
 std::vector<torch::Tensor> list_fisher(MambaCostModel& model, const Dataset& data, const std::vector<Batch>& batches,
-                                       int group_size) {
+                                       int group_size, DataParallel* dist) {
+  if (dist != nullptr && dist->world() == 1) dist = nullptr;
   const auto params = model->parameters();
   std::vector<torch::Tensor> f;
   for (const auto& p : params) f.push_back(torch::zeros_like(p));
   int64_t lists = 0;
   for (const auto& b : batches) {
     for (const auto& g : b.groups) {
+      if (dist != nullptr && data.shard_of(data.task_of(g.front())) != dist->rank()) continue;  // another's list
       Batch one;
       one.groups.push_back(g);
       const BatchTensors bt = to_tensors(data, one, group_size);
@@ -221,8 +240,21 @@ std::vector<torch::Tensor> list_fisher(MambaCostModel& model, const Dataset& dat
     }
   }
   model->zero_grad();
+  torch::NoGradGuard ng;
+  if (dist != nullptr) {  // the sums and the count of every process's lists
+    std::vector<torch::Tensor> flat;
+    for (const auto& t : f) flat.push_back(t.reshape({-1}));
+    flat.push_back(torch::full({1}, static_cast<float>(lists)));
+    torch::Tensor all = torch::cat(flat);
+    dist->all_reduce_sum(all, "the Fisher information");
+    int64_t off = 0;
+    for (auto& t : f) {
+      t.copy_(all.slice(0, off, off + t.numel()).reshape(t.sizes()));
+      off += t.numel();
+    }
+    lists = static_cast<int64_t>(std::lround(all[off].item<double>()));
+  }
   if (lists > 0) {
-    torch::NoGradGuard ng;
     for (auto& t : f) t /= static_cast<double>(lists);
   }
   return f;
@@ -263,13 +295,22 @@ struct CkdTrainer {
     CkdPhaseLog log;
     log.platform = platform;
     log.kd_programs = kd_programs;
+    DataParallel* dist = o.dist && o.dist->world() > 1 ? o.dist.get() : nullptr;
+    for (const Dataset* on : {&data, replay.data}) {
+      if (on != nullptr && on->shards() != (dist != nullptr ? dist->world() : 1)) {
+        throw Error(fmt::format("learn_platform({}): a dataset was loaded as {} shard(s) for {} process(es); load it "
+                                "with LoadOptions shard = rank and shards = the number of processes",
+                                platform, on->shards(), dist != nullptr ? dist->world() : 1));
+      }
+    }
     MambaCostModel& model = kb.model_;
+    if (dist != nullptr) dist->broadcast_parameters(model->parameters());  // every process starts from rank 0's KB
     ScoreFn kb_score = [&](const torch::Tensor& x, const torch::Tensor& m) { return model->forward(x, m); };
 
     // ---- Phi from the KB's ranking quality on this platform's (measured) training data: its top-1
     // score (task mean) above a random ranking's, as a fraction of the possible gain.
     model->eval();
-    const RankingReport before = evaluate(kb_score, data, train_tasks);
+    const RankingReport before = evaluate(kb_score, data, train_tasks, dist);
     log.kb_pairwise_before = before.pairwise;
     log.kb_top1_before = before.top1.task_mean;
     const double random_top1 = before.random_top1.task_mean;
@@ -299,17 +340,22 @@ struct CkdTrainer {
     ScoreFn ac_score = [&](const torch::Tensor& x, const torch::Tensor& m) { return ac->forward(x, m); };
     auto t0 = Clock::now();
     FitSpec cl{"CL " + platform, ac.get(), ac->parameters(), o.lr_cl, o.epochs_cl,
-               [&](const BatchTensors& bt, int epoch) {
-                 const auto s = bt.to_grid(ac->forward(bt.x, bt.mask));
-                 torch::Tensor loss = lambdarank_loss(s, bt.labels, bt.label_mask);
+               [&](const BatchTensors* bt, int epoch) {
+                 StepLoss loss;
+                 loss.parts.resize(2);
+                 if (bt == nullptr) return loss;
+                 const auto s = bt->to_grid(ac->forward(bt->x, bt->mask));
+                 loss.parts[0].mean = lambdarank_loss(s, bt->labels, bt->label_mask, &loss.parts[0].normalizer);
                  const double phi_e = log.phi * std::pow(o.phi_decay, epoch - 1);
                  if (o.beta > 0 && phi_e > 0) {
                    torch::Tensor teacher;
                    {
                      torch::NoGradGuard ng;
-                     teacher = bt.to_grid(model->forward(bt.x, bt.mask));
+                     teacher = bt->to_grid(model->forward(bt->x, bt->mask));
                    }
-                   loss = loss + o.beta * phi_e * listwise_distill_loss(s, teacher, bt.label_mask, o.temperature);
+                   loss.parts[1].mean = listwise_distill_loss(s, teacher, bt->label_mask, o.temperature,
+                                                              &loss.parts[1].normalizer);
+                   loss.parts[1].weight = o.beta * phi_e;
                  }
                  return loss;
                },
@@ -327,7 +373,9 @@ struct CkdTrainer {
       ac->eval();
       after_cl([&](const Dataset& on, const std::vector<uint32_t>& programs) {
         check_feature_family(version, on.feature_version(), "the active column of " + platform);
-        return score_programs(ac_score, on, programs);
+        ProgramScorer scorer = [&](const std::vector<uint32_t>& p) { return score_programs(ac_score, on, p); };
+        if (dist != nullptr) scorer = dist->sharded(on, scorer);
+        return scorer(programs);
       });
     }
 
@@ -352,16 +400,20 @@ struct CkdTrainer {
     }
     t0 = Clock::now();
     FitSpec kd{"KD " + platform, model.get(), model->parameters(), o.lr_kd, o.epochs_kd,
-               [&](const BatchTensors& bt, int epoch) {
-                 torch::Tensor teacher;
-                 {
-                   torch::NoGradGuard ng;
-                   ac->eval();
-                   teacher = bt.to_grid(ac->forward(bt.x, bt.mask));
+               [&](const BatchTensors* bt, int epoch) {
+                 StepLoss loss;
+                 loss.parts.resize(2);
+                 if (bt != nullptr) {
+                   torch::Tensor teacher;
+                   {
+                     torch::NoGradGuard ng;
+                     ac->eval();
+                     teacher = bt->to_grid(ac->forward(bt->x, bt->mask));
+                   }
+                   const auto s = bt->to_grid(model->forward(bt->x, bt->mask));
+                   loss.parts[0].mean = listwise_distill_loss(s, teacher, bt->label_mask, 1.0, &loss.parts[0].normalizer);
                  }
-                 const auto s = bt.to_grid(model->forward(bt.x, bt.mask));
-                 torch::Tensor loss = listwise_distill_loss(s, teacher, bt.label_mask, 1.0);
-                 if (o.lambda > 0 && kb.has_fisher()) loss = loss + o.lambda * kb.ewc_penalty();
+                 if (o.lambda > 0 && kb.has_fisher()) loss.global = o.lambda * kb.ewc_penalty();
                  if (use_replay) {
                    // One batch of the earlier platforms' programs per step, reshuffled every epoch.
                    if (epoch != replay_epoch || replay_next >= replay_batches.size()) {
@@ -370,14 +422,20 @@ struct CkdTrainer {
                      replay_epoch = epoch;
                    }
                    if (!replay_batches.empty()) {
-                     const BatchTensors rb = to_tensors(*replay.data, replay_batches[replay_next++], o.group_size);
-                     torch::Tensor old_scores;
-                     {
-                       torch::NoGradGuard ng;
-                       old_scores = rb.to_grid(old_kb->forward(rb.x, rb.mask));
+                     const Batch& rbatch = replay_batches[replay_next++];
+                     const Batch mine = dist != nullptr ? dist->owned_part(*replay.data, rbatch) : Batch{};
+                     const Batch& rpart = dist != nullptr ? mine : rbatch;
+                     if (!rpart.groups.empty()) {
+                       const BatchTensors rb = to_tensors(*replay.data, rpart, o.group_size);
+                       torch::Tensor old_scores;
+                       {
+                         torch::NoGradGuard ng;
+                         old_scores = rb.to_grid(old_kb->forward(rb.x, rb.mask));
+                       }
+                       loss.parts[1].mean = listwise_distill_loss(rb.to_grid(model->forward(rb.x, rb.mask)), old_scores,
+                                                                  rb.label_mask, 1.0, &loss.parts[1].normalizer);
+                       loss.parts[1].weight = o.replay;
                      }
-                     loss = loss + o.replay * listwise_distill_loss(rb.to_grid(model->forward(rb.x, rb.mask)), old_scores,
-                                                                    rb.label_mask, 1.0);
                    }
                  }
                  return loss;
@@ -392,7 +450,8 @@ struct CkdTrainer {
     log.seconds_kd = since(t0);
     {
       ac->eval();
-      const RankingReport ac_train = evaluate(ac_score, data, train_tasks), kb_train = evaluate(kb_score, data, train_tasks);
+      const RankingReport ac_train = evaluate(ac_score, data, train_tasks, dist),
+                         kb_train = evaluate(kb_score, data, train_tasks, dist);
       log.ac_train_top1 = ac_train.top1.task_mean;
       log.kb_train_top1 = kb_train.top1.task_mean;
       log.ac_train_pairwise = ac_train.pairwise;
@@ -404,7 +463,7 @@ struct CkdTrainer {
     const auto params = model->parameters();
     model->eval();
     std::vector<torch::Tensor> f_t =
-        list_fisher(model, data, make_batches(data, train_tasks, o.batch_size, o.group_size, rng), o.group_size);
+        list_fisher(model, data, make_batches(data, train_tasks, o.batch_size, o.group_size, rng), o.group_size, dist);
     {
       torch::NoGradGuard ng;
       if (kb.fisher_.empty()) {

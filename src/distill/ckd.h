@@ -46,6 +46,7 @@
 #include "tclm/dataset.h"
 #include "tclm/evaluation.h"
 #include "tclm/selection.h"
+#include "train/distributed.h"
 
 namespace tclm {
 
@@ -74,6 +75,11 @@ struct CkdOptions {
                                              // (tclm/selection.h; every epoch runs)
   uint64_t seed = 0;
   bool progress = true;
+  // Data-parallel phases (train/distributed.h): null or world 1 = this process alone. With N processes
+  // every dataset must be a shard (LoadOptions::shard = rank, shards = N) of the same records on every
+  // process, and every option the same: each process computes the groups of each batch whose tasks it
+  // owns, and every process ends each step with the same KB and active column.
+  std::shared_ptr<DataParallel> dist;
 };
 
 /// The active column: a Mamba column (a copy of the KB when built) plus a zero-initialised lateral
@@ -100,8 +106,10 @@ TORCH_MODULE(ActiveColumn);
 /// mean g^2 (Jensen): about T times less when the lists' gradients are independent with mean zero
 /// (near a minimum), arbitrarily less when they cancel.
 /// Returns tensors aligned with model->parameters(); the model's gradients are left zero.
+/// With `dist` (N processes) each process takes the lists of the tasks it owns and the sums and the
+/// count of lists are all-reduced: every process gets the same information.
 std::vector<torch::Tensor> list_fisher(MambaCostModel& model, const Dataset& data, const std::vector<Batch>& batches,
-                                       int group_size);
+                                       int group_size, DataParallel* dist = nullptr);
 
 /// What is carried from platform to platform.
 class KnowledgeBase {
@@ -164,7 +172,8 @@ struct KdReplay {
 /// `after_cl`, if set, is called once after the CL phase with a scorer of the trained active column
 /// (its kept epoch), before KD distills it into the KB: the paper's Fig. 8 shows both models, and
 /// comparing the two tells whether a platform is lost in CL or in KD. The scorer is valid only during
-/// the call; it may score any dataset of the same encoding.
+/// the call; it may score any dataset of the same encoding (with N processes, a shard of the same
+/// records, and every process must call it with the same programs: it combines their scores).
 /// Both phases keep the epoch chosen on `valid_tasks` (or `train_tasks` when there are none).
 /// Throws tclm::Error if train_tasks is empty, the tasks mix platforms, or the loss diverges.
 CkdPhaseLog learn_platform(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -68,7 +69,11 @@ Dataset keep_source_fraction(const Dataset& d, const Split& split, const std::ve
 TransferStudyResult run_transfer_study(Dataset d, const Split& split, const TransferStudyOptions& o) {
   const auto& sources = o.sources;
   const std::string& target = o.target;
-  const bool progress = o.progress;
+  // With N processes (o.train.dist) every process runs the whole study on its shard of the tasks and
+  // takes part in every training step and evaluation; rank 0 alone writes.
+  DataParallel* dist = o.train.dist && o.train.dist->world() > 1 ? o.train.dist.get() : nullptr;
+  const bool writer = dist == nullptr || dist->rank() == 0;
+  const bool progress = o.progress && writer;
   if (o.methods.empty()) throw Error("--methods lists no method; give e.g. tcl,target-only");
   for (const auto& m : o.methods) {
     if (std::find(transfer_methods().begin(), transfer_methods().end(), m) == transfer_methods().end()) {
@@ -106,9 +111,18 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
     }
   }
 
+  // Scores of programs of `d` with a model of this process: with N processes each process scores the
+  // programs it keeps and the scores are combined (every process calls it with the same programs).
+  auto shared_scorer = [&](ProgramScorer local) -> ProgramScorer {
+    return dist != nullptr ? dist->sharded(d, std::move(local)) : local;
+  };
+
   TransferStudyResult result;
-  CsvJournal phases_csv(o.out + "/phases.csv", kPhasesCsvHeader, /*resume=*/false);
-  phases_csv.keep({});
+  std::optional<CsvJournal> phases_csv;
+  if (writer) {
+    phases_csv.emplace(o.out + "/phases.csv", kPhasesCsvHeader, /*resume=*/false);
+    phases_csv->keep({});
+  }
   auto evaluate_all = [&](const std::string& method, int seed, int phase_index, const std::string& phase,
                           const ProgramScorer& scorer, const std::vector<std::string>& on) {
     for (const auto& p : on) {
@@ -121,7 +135,7 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
                      {"random_top1", r.random_top1.pooled},
                      {"top1_task_mean", r.top1.task_mean},
                      {"random_top1_task_mean", r.random_top1.task_mean}}};
-      phases_csv.append(fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f}", method, seed, phase_index,
+      if (phases_csv) phases_csv->append(fmt::format("{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f}", method, seed, phase_index,
                                     phase, p, r.top1.pooled, r.top5.pooled, r.pairwise, r.random_top1.pooled,
                                     r.top1.task_mean, r.random_top1.task_mean));
       if (progress) {
@@ -144,8 +158,8 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
     if (progress) std::fprintf(stderr, "[%s seed %d] training on %zu tasks\n", method.c_str(), seed, s.train.size());
     TrainResult r = train_cost_model(data, s, to);
     CostModel m = load_cost_model(r.best, method);
-    evaluate_all(method, seed, 0, "final", [&](const std::vector<uint32_t>& p) { return predict_programs(m, d, p); },
-                 eval_on);
+    evaluate_all(method, seed, 0, "final",
+                 shared_scorer([&](const std::vector<uint32_t>& p) { return predict_programs(m, d, p); }), eval_on);
     return r.best;
   };
 
@@ -161,6 +175,7 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
     a.per_task.fraction = o.budget;
     a.round_min_steps = o.train.min_steps;
     a.progress = progress;
+    a.dist = o.train.dist;
     const auto t0 = Clock::now();
     const std::vector<uint32_t> picked = o.budget >= 1.0 ? [&] {
       std::vector<uint32_t> all;
@@ -184,13 +199,16 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
         co.select = o.train.select;
         co.seed = static_cast<uint64_t>(seed);
         co.progress = progress;
+        co.dist = o.train.dist;
         if (method == "tcl-no-phi") co.dynamic_phi = false;
         if (method == "tcl-no-ewc") co.lambda = 0;
         KnowledgeBase kb(co.kb, static_cast<uint64_t>(seed));
-        auto kb_scorer = [&](const std::vector<uint32_t>& p) { return predict_programs(kb.model(), d, p); };
+        const ProgramScorer kb_scorer =
+            shared_scorer([&](const std::vector<uint32_t>& p) { return predict_programs(kb.model(), d, p); });
         int phase = 0;
         // The active column after each CL phase, on every platform, as method "<method>:ac" (the same
-        // phase index and name as the KB's row after the KD phase that follows).
+        // phase index and name as the KB's row after the KD phase that follows; the scorer learn_platform
+        // passes already combines the processes' scores).
         auto eval_ac = [&](const std::string& p) {
           return [&, p](const DatasetScorer& ac) {
             evaluate_all(method + ":ac", seed, phase + 1, "learn " + p,
@@ -220,7 +238,7 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
           for (const auto& s : sources) joined += (joined.empty() ? "" : ",") + s;
           const nlohmann::ordered_json meta = {{"pipeline", "tcl"}, {"sources", joined}, {"target", target}, {"budget", o.budget}};
           result.kb_path = o.out + "/kb.tclm";
-          save_weights(kb.deployable(meta.dump()), result.kb_path);
+          if (writer) save_weights(kb.deployable(meta.dump()), result.kb_path);
         }
       } else if (method == "target-only") {
         train_eval(method, seed, target_data, {target}, o.train, {target});

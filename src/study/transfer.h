@@ -9,6 +9,9 @@
 //   mtl: one trunk, one head per platform, all sources and the target's budget together;
 //   full: a model of all the target's training data.
 // Every evaluation is on held-out test tasks of one platform.
+// With N processes (TransferStudyOptions::train.dist; the data a shard) every process runs the whole
+// study: the sampler, every training phase and every evaluation are data-parallel, and rank 0 alone
+// writes (docs/distributed.md).
 #pragma once
 
 #include <nlohmann/json.hpp>

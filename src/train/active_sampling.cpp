@@ -43,19 +43,45 @@ std::vector<uint32_t> active_select(const Dataset& data, const std::vector<uint3
   if (o.rounds < 1) throw Error("active sampling: rounds must be >= 1");
   ActiveSamplingLog local;
   if (!log) log = &local;
-  // The pool: every program of the tasks, one group per task.
+  DataParallel* dist = o.dist && o.dist->world() > 1 ? o.dist.get() : nullptr;
+  // The pool: every program of the tasks this process owns (all of them in one process), one group
+  // per task; the group of a task another process owns stays empty, so that every task keeps its
+  // index (select_per_task seeds each task by it) and its picks are the same in any number of processes.
   std::vector<uint32_t> pool;
   std::vector<std::vector<uint32_t>> groups;
+  size_t pool_all = 0;
   for (uint32_t t : tasks) {
     std::vector<uint32_t> rows;
-    for (uint32_t p : data.tasks()[t].programs) {
-      rows.push_back(static_cast<uint32_t>(pool.size()));
-      pool.push_back(p);
+    pool_all += data.tasks()[t].programs.size();
+    if (dist == nullptr || data.shard_of(t) == dist->rank()) {
+      for (uint32_t p : data.tasks()[t].programs) {
+        rows.push_back(static_cast<uint32_t>(pool.size()));
+        pool.push_back(p);
+      }
     }
     groups.push_back(std::move(rows));
   }
   std::vector<float> points;
   data.pooled_features(pool, &points);
+  // The programs picked so far by every process, ascending (with N processes: a mark per program of
+  // the data, summed over the processes).
+  auto all_picks = [&](const std::vector<uint32_t>& rows) {
+    std::vector<uint32_t> out;
+    out.reserve(rows.size());
+    for (uint32_t r : rows) out.push_back(pool[r]);
+    if (dist != nullptr) {
+      torch::Tensor marks = torch::zeros({static_cast<int64_t>(data.num_programs())}, torch::kUInt8);
+      uint8_t* m = marks.data_ptr<uint8_t>();
+      for (uint32_t p : out) m[p] = 1;
+      dist->all_reduce_sum(marks, "the sampler's picks");
+      out.clear();
+      for (size_t p = 0; p < data.num_programs(); ++p) {
+        if (m[p] != 0) out.push_back(static_cast<uint32_t>(p));
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
 
   const SampleMethod method = o.sampler.method;
   const bool uses_model = method == SampleMethod::kRdu || method == SampleMethod::kUncertainty ||
@@ -76,10 +102,7 @@ std::vector<uint32_t> active_select(const Dataset& data, const std::vector<uint3
     } else if (round > 1) {
       // Train the between-round model on what was measured so far, then score the pool.
       const auto t0 = Clock::now();
-      std::vector<uint32_t> measured;
-      for (uint32_t r : selected) measured.push_back(pool[r]);
-      std::sort(measured.begin(), measured.end());
-      const Dataset sub = data.subset(measured);
+      const Dataset sub = data.subset(all_picks(selected));
       Split sp_train;
       for (uint32_t t : tasks) sp_train.train.push_back(t);
       TrainOptions to;
@@ -90,6 +113,7 @@ std::vector<uint32_t> active_select(const Dataset& data, const std::vector<uint3
       to.seed = o.sampler.seed + static_cast<uint64_t>(round);
       to.threads = o.threads;
       to.progress = false;
+      to.dist = o.dist;
       TrainResult tr = train_cost_model(sub, sp_train, to);
       CostModel model = load_cost_model(tr.best, "between-round model");
       auto* mamba = dynamic_cast<MambaCostModelImpl*>(model.get());
@@ -109,17 +133,20 @@ std::vector<uint32_t> active_select(const Dataset& data, const std::vector<uint3
       selected.insert(selected.end(), g.begin(), g.end());
       n_new += g.size();
     }
+    if (dist != nullptr) {  // every process's new picks
+      torch::Tensor n = torch::full({1}, static_cast<double>(n_new), torch::kFloat64);
+      dist->all_reduce_sum(n, "the sampler's picks");
+      n_new = static_cast<size_t>(std::llround(n.item<double>()));
+    }
     log->picked_per_round.push_back(n_new);
     if (o.progress) {
+      size_t total = 0;
+      for (size_t k : log->picked_per_round) total += k;
       std::fprintf(stderr, "sampling round %d/%d (%s): %zu new programs, %zu of %zu picked\n", round, rounds,
-                   sample_method_name(so.method), n_new, selected.size(), pool.size());
+                   sample_method_name(so.method), n_new, total, pool_all);
     }
   }
-  std::vector<uint32_t> out;
-  out.reserve(selected.size());
-  for (uint32_t r : selected) out.push_back(pool[r]);
-  std::sort(out.begin(), out.end());
-  return out;
+  return all_picks(selected);
 }
 
 }  // namespace tclm

@@ -30,6 +30,10 @@ struct ActiveSamplingOptions {
   int mc_passes = 8;           // MC-dropout passes
   int threads = 0;             // libtorch threads of the between-round model (0 = all cores)
   bool progress = false;
+  // N processes (train/distributed.h), `data` a shard: each process picks the programs of the tasks it
+  // owns (a task's picks depend on its own programs and seed alone), the between-round model is trained
+  // data-parallel, and every process returns the same picks.
+  std::shared_ptr<DataParallel> dist;
 };
 
 struct ActiveSamplingLog {

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <fmt/format.h>
 
@@ -127,6 +128,33 @@ void DataParallel::wait_for_all(const char* what) {
   collective(one, what, &wait_seconds_, [](c10d::ProcessGroup& g, std::vector<torch::Tensor>& v) { return g.allreduce(v); });
 }
 
+Batch DataParallel::owned_part(const Dataset& data, const Batch& batch) const {
+  Batch mine;
+  for (const auto& g : batch.groups) {
+    if (!g.empty() && data.shard_of(data.task_of(g.front())) == options_.rank) mine.groups.push_back(g);
+  }
+  return mine;
+}
+
+void DataParallel::check_same(uint64_t value, const char* what) {
+  torch::Tensor fp = torch::tensor({static_cast<int64_t>(value)}, torch::kInt64);
+  broadcast(fp, "the check of the options");
+  const auto theirs = static_cast<uint64_t>(fp.item<int64_t>());
+  if (theirs != value) {
+    throw Error(fmt::format("data-parallel {}: rank {}'s data or options differ from rank 0's (fingerprint {:016x} "
+                            "against {:016x}); give every process the same command line and the same record files",
+                            what, options_.rank, value, theirs));
+  }
+}
+
+void DataParallel::broadcast_parameters(const std::vector<torch::Tensor>& params) {
+  torch::NoGradGuard no_grad;
+  for (const auto& p : params) {
+    torch::Tensor t = p.detach();
+    broadcast(t, "the broadcast of the parameters");
+  }
+}
+
 ProgramScorer DataParallel::sharded(const Dataset& data, ProgramScorer local) {
   return [this, &data, local = std::move(local)](const std::vector<uint32_t>& programs) {
     std::vector<uint32_t> mine;
@@ -147,6 +175,70 @@ ProgramScorer DataParallel::sharded(const Dataset& data, ProgramScorer local) {
     const float* p = all.data_ptr<float>();
     return std::vector<float>(p, p + programs.size());
   };
+}
+
+double backward_loss(const std::vector<LossPart>& parts, const torch::Tensor& global,
+                     const std::vector<torch::Tensor>& params, DataParallel* dist) {
+  if (dist != nullptr && dist->world() == 1) dist = nullptr;
+  if (dist == nullptr) {
+    torch::Tensor loss;
+    for (const LossPart& p : parts) {
+      if (!p.mean.defined()) continue;
+      loss = loss.defined() ? loss + p.weight * p.mean : p.weight * p.mean;
+    }
+    if (global.defined()) loss = loss.defined() ? loss + global : global;
+    if (!loss.defined()) return 0.0;
+    const double value = loss.item<double>();
+    if (std::isfinite(value) && loss.requires_grad()) loss.backward();
+    return value;
+  }
+  // The normalizers of the whole batch, one per term.
+  const auto k = static_cast<int64_t>(parts.size());
+  torch::Tensor norms = torch::zeros({std::max<int64_t>(k, 1)}, torch::kFloat64);
+  for (int64_t i = 0; i < k; ++i) norms.data_ptr<double>()[i] = parts[i].mean.defined() ? parts[i].normalizer : 0.0;
+  dist->wait_for_all("the loss normalizers");  // the wait for the slowest forward pass, timed apart
+  dist->all_reduce_sum(norms, "the loss normalizers");
+  torch::Tensor local;
+  for (int64_t i = 0; i < k; ++i) {
+    const LossPart& p = parts[i];
+    const double total = norms.data_ptr<double>()[i];
+    if (!p.mean.defined() || p.normalizer <= 0 || total <= 0) continue;
+    const torch::Tensor t = p.mean * (p.weight * p.normalizer / total);
+    local = local.defined() ? local + t : t;
+  }
+  if (global.defined() && dist->rank() == 0) local = local.defined() ? local + global : global;
+  double value = local.defined() ? local.item<double>() : 0.0;
+  // A non-finite part still joins the all-reduce: its loss is then not finite on every process.
+  if (local.defined() && std::isfinite(value) && local.requires_grad()) local.backward();
+  int64_t n = 0;
+  for (const auto& p : params) n += p.numel();
+  const auto np = static_cast<int64_t>(params.size());
+  torch::Tensor buf = torch::zeros({n + np + 1}, torch::kFloat32);
+  float* b = buf.data_ptr<float>();
+  int64_t off = 0;
+  for (int64_t i = 0; i < np; ++i) {
+    const torch::Tensor& g = params[i].grad();
+    if (g.defined()) {
+      buf.slice(0, off, off + params[i].numel()).copy_(g.reshape({-1}));
+      b[n + i] = 1.0f;
+    }
+    off += params[i].numel();
+  }
+  b[n + np] = static_cast<float>(value);
+  dist->wait_for_all("the gradient all-reduce");  // the wait for the slowest backward pass
+  dist->all_reduce_sum(buf, "the gradient all-reduce");
+  value = static_cast<double>(b[n + np]);
+  off = 0;
+  for (int64_t i = 0; i < np; ++i) {
+    torch::Tensor p = params[i];
+    if (b[n + i] > 0 && std::isfinite(value)) {
+      p.mutable_grad() = buf.slice(0, off, off + p.numel()).reshape(p.sizes()).clone();
+    } else {
+      p.mutable_grad() = torch::Tensor();
+    }
+    off += p.numel();
+  }
+  return value;
 }
 
 }  // namespace tclm

@@ -22,6 +22,7 @@
 #include <torch/torch.h>
 
 #include "tclm/evaluation.h"
+#include "train/batches.h"
 
 namespace tclm {
 
@@ -61,6 +62,14 @@ class DataParallel {
   double comm_seconds() const { return comm_seconds_; }
   double wait_seconds() const { return wait_seconds_; }
 
+  /// The groups of `batch` whose tasks this process owns (Dataset::shard_of): its part of the batch.
+  Batch owned_part(const class Dataset& data, const Batch& batch) const;
+  /// Throws tclm::Error unless `value` (a fingerprint of the data and options) is rank 0's on this
+  /// process: every process must run the same command on the same records. `what` names the run.
+  void check_same(uint64_t value, const char* what);
+  /// Copies rank 0's parameters into every process's.
+  void broadcast_parameters(const std::vector<torch::Tensor>& params);
+
   /// A scorer for a dataset of which this process keeps a shard: it scores the programs whose steps
   /// it keeps with `local`, and the others' scores come from the processes that keep them (one
   /// all-reduce). Every process must call it with the same programs, in the same order.
@@ -74,5 +83,27 @@ class DataParallel {
   std::unique_ptr<Impl> impl_;
   double comm_seconds_ = 0, wait_seconds_ = 0;
 };
+
+/// One term of a batch's loss that is a mean over rows of the batch (LambdaRank: the groups with a pair;
+/// listwise distillation: the groups with two programs; MSE: the real entries): this process's part of
+/// it, the mean over the rows it holds (undefined when it holds none), and the number of those rows.
+struct LossPart {
+  torch::Tensor mean;
+  double normalizer = 0;
+  double weight = 1;
+};
+
+/// The loss of one training step, L = sum_k weight_k * (term k's mean over the whole batch) + global,
+/// where `global` (undefined: none) is a term of the parameters alone that every process computes alike
+/// (EWC's penalty). Accumulates dL/dtheta into the gradients of `params` (the caller zeroes them first)
+/// and returns L. One process: the plain sum and its backward pass. N processes (`dist` of world > 1),
+/// each holding its part of the batch: one all-reduce sums the parts' normalizers (timed as waiting:
+/// it is where the processes meet after the forward pass), each process weights its part by its share
+/// of the normalizer, rank 0 alone adds `global`, and one all-reduce sums the gradients and the loss, so
+/// that every process holds the gradient one process computes for the whole batch, up to the order of
+/// float sums. A parameter no part touched keeps no gradient (Adam leaves it alone, as in one process).
+/// A non-finite loss is returned without a gradient, on every process alike.
+double backward_loss(const std::vector<LossPart>& parts, const torch::Tensor& global,
+                     const std::vector<torch::Tensor>& params, DataParallel* dist);
 
 }  // namespace tclm

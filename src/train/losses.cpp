@@ -50,7 +50,7 @@ torch::Tensor standardize_rows(const torch::Tensor& s, const torch::Tensor& real
 }  // namespace
 
 torch::Tensor listwise_distill_loss(const torch::Tensor& student, const torch::Tensor& teacher,
-                                    const torch::Tensor& mask, double temperature) {
+                                    const torch::Tensor& mask, double temperature, double* normalizer) {
   const auto real = mask > 0;
   const auto pad = real.logical_not();
   const auto tz = standardize_rows(teacher.detach(), real);
@@ -59,6 +59,7 @@ torch::Tensor listwise_distill_loss(const torch::Tensor& student, const torch::T
   const auto s = torch::log_softmax((sz / temperature).masked_fill(pad, -1e30), 1);
   const auto per_entry = (t.exp() * (t - s)).masked_fill(pad, 0.0);
   const auto rows = (real.sum(1) >= 2).to(student.dtype());
+  if (normalizer != nullptr) *normalizer = rows.sum().item<double>();
   return (per_entry.sum(1) * rows).sum() / rows.sum().clamp_min(1.0) * (temperature * temperature);
 }
 

@@ -21,10 +21,12 @@ torch::Tensor lambdarank_loss(const torch::Tensor& scores, const torch::Tensor& 
 /// and raw scores of a few tenths make the softmax nearly uniform and the loss vanish), then
 /// KL(softmax(z_teacher / T) || softmax(z_student / T)), times T^2 (Hinton et al. 2015). The teacher
 /// gets no gradient. Mean over rows with >= 2 real entries; 0 when the student's scores are an affine image
-/// (positive scale) of the teacher's within every row.
+/// (positive scale) of the teacher's within every row. *normalizer (if given) = the number of rows with
+/// >= 2 real entries.
 /// Used by continual knowledge distillation (TCL-SPEC §7) to pull one model's ranking towards another's.
 torch::Tensor listwise_distill_loss(const torch::Tensor& student, const torch::Tensor& teacher,
-                                    const torch::Tensor& mask, double temperature = 1.0);
+                                    const torch::Tensor& mask, double temperature = 1.0,
+                                    double* normalizer = nullptr);
 
 /// Mean squared error over real entries; *normalizer (if given) = the number of real entries.
 torch::Tensor mse_loss(const torch::Tensor& scores, const torch::Tensor& labels, const torch::Tensor& mask,

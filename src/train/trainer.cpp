@@ -63,77 +63,23 @@ void check_finite(double loss, int epoch, int64_t step) {
   }
 }
 
-// Data-parallel step: every process holds the gradient of its part's mean loss and that part's share
-// `normalizer` of the global normalizer (rows with pairs / real entries); one all-reduce sums
-// grad * normalizer, the normalizers, loss * normalizer and a has-gradient flag per parameter, so every
-// process ends with the gradient of the whole batch's mean loss (what one process computes), and a
-// parameter no part touched keeps no gradient (Adam leaves it alone, as in one process).
-double combine_gradients(DataParallel& dist, const std::vector<torch::Tensor>& params, double normalizer,
-                         double loss) {
-  int64_t n = 0;
-  for (const auto& p : params) n += p.numel();
-  const auto k = static_cast<int64_t>(params.size());
-  torch::Tensor buf = torch::zeros({n + k + 2}, torch::kFloat32);
-  float* b = buf.data_ptr<float>();
-  int64_t off = 0;
-  for (int64_t i = 0; i < k; ++i) {
-    const torch::Tensor& g = params[i].grad();
-    if (g.defined()) {
-      buf.slice(0, off, off + params[i].numel()).copy_(g.reshape({-1}) * normalizer);
-      b[n + i] = 1.0f;
-    }
-    off += params[i].numel();
-  }
-  b[n + k] = static_cast<float>(normalizer);
-  b[n + k + 1] = static_cast<float>(loss * normalizer);
-  dist.wait_for_all("the gradient all-reduce");  // timed apart: the wait for the slowest part
-  dist.all_reduce_sum(buf, "the gradient all-reduce");
-  const double total = std::max(1.0, static_cast<double>(b[n + k]));
-  off = 0;
-  for (int64_t i = 0; i < k; ++i) {
-    torch::Tensor p = params[i];
-    if (b[n + i] > 0) {
-      p.mutable_grad() = buf.slice(0, off, off + p.numel()).reshape(p.sizes()) / total;
-    } else {
-      p.mutable_grad() = torch::Tensor();
-    }
-    off += p.numel();
-  }
-  return static_cast<double>(b[n + k + 1]) / total;
-}
-
-// The groups of a batch whose tasks this process owns.
-Batch owned_part(const Dataset& data, const Batch& batch, const DataParallel& dist) {
-  Batch mine;
-  for (const auto& g : batch.groups) {
-    if (data.shard_of(data.task_of(g.front())) == dist.rank()) mine.groups.push_back(g);
-  }
-  return mine;
-}
-
 }  // namespace
 
 double batch_gradient(CostModelImpl& model, const Dataset& data, const Batch& batch, int group_size, Loss loss,
                       DataParallel* dist) {
   if (dist != nullptr && dist->world() == 1) dist = nullptr;
   // This process's part of the batch: all of it, or the groups of the tasks it owns.
-  const Batch mine = dist != nullptr ? owned_part(data, batch, *dist) : Batch{};
+  const Batch mine = dist != nullptr ? dist->owned_part(data, batch) : Batch{};
   const Batch& part = dist != nullptr ? mine : batch;
-  double value = 0, normalizer = 0;
+  LossPart term;
   if (!part.groups.empty()) {
     BatchTensors bt = to_tensors(data, part, group_size);
     model.set_platform(data.tasks()[data.task_of(part.groups.front().front())].platform);
     auto grid = bt.to_grid(model.forward(bt.x, bt.mask));
-    auto l = loss == Loss::kMse ? mse_loss(grid, bt.labels, bt.label_mask, &normalizer)
-                                : lambdarank_loss(grid, bt.labels, bt.label_mask, &normalizer);
-    value = l.item<double>();
-    // The caller reports a non-finite loss; with other processes it still joins the all-reduce, whose
-    // loss then is not finite on every process, so all of them stop at the same step.
-    if (std::isfinite(value)) l.backward();
-    if (!std::isfinite(value) && dist == nullptr) return value;
+    term.mean = loss == Loss::kMse ? mse_loss(grid, bt.labels, bt.label_mask, &term.normalizer)
+                                   : lambdarank_loss(grid, bt.labels, bt.label_mask, &term.normalizer);
   }
-  if (dist != nullptr) value = combine_gradients(*dist, model.parameters(), normalizer, value);
-  return value;
+  return backward_loss({term}, torch::Tensor(), model.parameters(), dist);
 }
 
 const std::vector<std::string>& loss_names() {
@@ -296,18 +242,8 @@ TrainResult train_cost_model(const Dataset& data, const Split& split, const Trai
   }
   if (dist != nullptr) {
     // Every process must train on the same data with the same options: compare with rank 0's.
-    torch::Tensor fp = torch::tensor({static_cast<int64_t>(st.fingerprint)}, torch::kInt64);
-    dist->broadcast(fp, "the check of the options");
-    if (static_cast<uint64_t>(fp.item<int64_t>()) != st.fingerprint) {
-      throw Error(fmt::format("data-parallel training: rank {}'s data or options differ from rank 0's (training "
-                              "fingerprint {:016x} against {:016x}); give every process the same command line and "
-                              "the same record files", dist->rank(), st.fingerprint, static_cast<uint64_t>(fp.item<int64_t>())));
-    }
-    torch::NoGradGuard no_grad;
-    for (auto& p : model->parameters()) {
-      torch::Tensor t = p.detach();
-      dist->broadcast(t, "the broadcast of the parameters");
-    }
+    dist->check_same(st.fingerprint, "training");
+    dist->broadcast_parameters(model->parameters());
   }
   result.log = st.log;
   result.best_epoch = st.best_epoch;

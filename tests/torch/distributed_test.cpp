@@ -16,10 +16,13 @@
 #include <thread>
 
 #include "test_util.h"
+#include "distill/ckd.h"
 #include "tclm/dataset.h"
 #include "tclm/error.h"
+#include "train/active_sampling.h"
 #include "train/batches.h"
 #include "train/distributed.h"
+#include "train/losses.h"
 #include "train/trainer.h"
 
 using namespace tclm;
@@ -54,6 +57,30 @@ Dataset small_k80(int shard, int shards) {
     keep.insert(keep.end(), t.programs.begin(), t.programs.begin() + std::min<size_t>(96, t.programs.size()));
   }
   return d.subset(keep);
+}
+
+// Two platforms for the distillation tests: the first 48 programs of each depthwise-convolution task of
+// the K80 and of the V100 (24 tasks, 1,152 programs), whole or one of two shards.
+Dataset small_k80_v100(int shard, int shards) {
+  LoadOptions lo;
+  lo.shard = shard;
+  lo.shards = shards;
+  const std::string dir = test::source_dir() + "/data/records/";
+  const Dataset d = Dataset::load({DataSource::parse("k80=" + dir + "k80/depthwise"),
+                                   DataSource::parse("v100=" + dir + "v100/depthwise")}, lo);
+  std::vector<uint32_t> keep;
+  for (const Task& t : d.tasks()) {
+    keep.insert(keep.end(), t.programs.begin(), t.programs.begin() + std::min<size_t>(48, t.programs.size()));
+  }
+  return d.subset(keep);
+}
+
+std::vector<uint32_t> tasks_of(const Dataset& d, const std::vector<uint32_t>& tasks, const std::string& platform) {
+  std::vector<uint32_t> out;
+  for (uint32_t t : tasks) {
+    if (d.platforms()[d.tasks()[t].platform] == platform) out.push_back(t);
+  }
+  return out;
 }
 
 // Runs f(rank, dist) on two threads, each with its own DataParallel on 127.0.0.1; returns the errors.
@@ -212,6 +239,191 @@ TEST(DataParallel, TwoRanksTrainOneModel) {
   }
   std::printf("weights: max |one rank - two ranks| %.2g, max |trained - initial| %.2g\n", differ, moved);
   EXPECT_GT(moved, 0.0);
+}
+
+TEST(DataParallel, LossOfSeveralTermsAndAParameterTermHasOneRanksGradient) {
+  // A distillation step's loss: two means over rows with different normalizers (LambdaRank over the
+  // groups with a pair, listwise distillation over the groups with two programs), one weighted, and a
+  // term of the parameters alone (EWC's), which must be added once, not once per process. Two ranks
+  // hold one rank's gradient of the whole, within float rounding, on every batch of an epoch.
+  const Dataset all = small_k80(0, 1);
+  TrainOptions o;
+  o.batch_size = 256;
+  o.group_size = 32;
+  const auto w = initial_weights(o, all.feature_version());
+  torch::manual_seed(23);
+  CostModel teacher = make_cost_model(o);  // another model's scores as the distillation's teacher
+  teacher->eval();
+  std::vector<uint32_t> tasks(all.tasks().size());
+  std::iota(tasks.begin(), tasks.end(), 0u);
+  std::mt19937_64 rng(9);
+  const std::vector<Batch> batches = make_batches(all, tasks, o.batch_size, o.group_size, rng);
+  set_threads(1);
+  // The loss of this process's part of batch b (all of it with dist null).
+  auto step = [&](CostModelImpl& model, const Dataset& d, const Batch& b, DataParallel* dist, double* value) {
+    const Batch mine = dist != nullptr ? dist->owned_part(d, b) : b;
+    std::vector<LossPart> parts(2);
+    if (!mine.groups.empty()) {
+      const BatchTensors bt = to_tensors(d, mine, o.group_size);
+      const auto s = bt.to_grid(model.forward(bt.x, bt.mask));
+      parts[0].mean = lambdarank_loss(s, bt.labels, bt.label_mask, &parts[0].normalizer);
+      torch::Tensor t;
+      {
+        torch::NoGradGuard ng;
+        t = bt.to_grid(teacher->forward(bt.x, bt.mask));
+      }
+      parts[1].mean = listwise_distill_loss(s, t, bt.label_mask, 1.0, &parts[1].normalizer);
+      parts[1].weight = 0.7;
+    }
+    torch::Tensor global = torch::zeros({});
+    for (const auto& p : model.parameters()) global = global + 0.05 * p.pow(2).sum();
+    model.zero_grad();
+    *value = backward_loss(parts, global, model.parameters(), dist);
+    return flat_gradient(model);
+  };
+  std::vector<std::vector<float>> want;
+  std::vector<double> want_loss;
+  {
+    CostModel model = make_cost_model(o);
+    load_into_model(*w, *model);
+    for (const Batch& b : batches) {
+      double v = 0;
+      want.push_back(step(*model, all, b, nullptr, &v));
+      want_loss.push_back(v);
+    }
+  }
+  std::vector<std::vector<float>> got[2];
+  std::vector<double> got_loss[2];
+  const auto errors = on_two_ranks([&](int r, std::shared_ptr<DataParallel> dist) {
+    const Dataset d = small_k80(r, 2);
+    CostModel model = make_cost_model(o);
+    load_into_model(*w, *model);
+    for (const Batch& b : batches) {
+      double v = 0;
+      got[r].push_back(step(*model, d, b, dist.get(), &v));
+      got_loss[r].push_back(v);
+    }
+  });
+  ASSERT_EQ(errors[0], "");
+  ASSERT_EQ(errors[1], "");
+  double worst = 0;
+  for (size_t b = 0; b < batches.size(); ++b) {
+    double scale = 0;
+    for (float g : want[b]) scale = std::max(scale, std::abs(double(g)));
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_NEAR(got_loss[r][b], want_loss[b], 1e-5 * want_loss[b]) << "batch " << b;
+      for (size_t k = 0; k < want[b].size(); ++k) worst = std::max(worst, std::abs(double(got[r][b][k]) - want[b][k]) / scale);
+    }
+    EXPECT_EQ(got[0][b], got[1][b]) << "batch " << b;
+  }
+  // The parameter term's gradient (0.1 * theta) is of the order of the largest entries: counted twice,
+  // the difference would be a good fraction of them.
+  std::printf("max |gradient difference| / max |gradient|: %.3g over %zu batches\n", worst, batches.size());
+  EXPECT_LT(worst, 1e-5);
+}
+
+TEST(DataParallel, TwoRanksDistilLikeOneRank) {
+  // Continual knowledge distillation of two platforms (CL, KD with the replay of the first platform and
+  // EWC, the Fisher pass) as two ranks: both end with the same knowledge base bit for bit, the KB's
+  // figures before the first phase (same weights, same programs) are one rank's, the second phase's
+  // Phi and the Fisher information (a sum over lists split between the ranks) are one rank's up to the
+  // float rounding that Adam amplifies over the first phase, and the held-out ranking of the KB is
+  // as good as one rank's.
+  const Dataset all = small_k80_v100(0, 1);
+  SplitOptions so;
+  so.test_fraction = 0.25;
+  so.valid_fraction = 0.2;
+  const Split split = make_split(all, so);
+  CkdOptions o;
+  o.epochs_cl = 2;
+  o.epochs_kd = 2;
+  o.min_steps = 0;
+  o.batch_size = 256;
+  o.group_size = 24;
+  o.seed = 4;
+  o.progress = false;
+  set_threads(1);
+  struct Run {
+    std::vector<CkdPhaseLog> logs;
+    WeightsFile kb;
+    std::vector<RankingReport> test;  // per platform, the KB at the end
+  };
+  auto run = [&](const Dataset& d, std::shared_ptr<DataParallel> dist) {
+    CkdOptions co = o;
+    co.dist = dist;
+    KnowledgeBase kb(co.kb, 4);
+    KdReplay replay;
+    replay.data = &d;
+    Run r;
+    for (const char* p : {"k80", "v100"}) {
+      r.logs.push_back(learn_platform(kb, d, tasks_of(d, split.train, p), tasks_of(d, split.valid, p), p, co, {}, replay));
+      for (uint32_t t : tasks_of(d, split.train, p)) replay.tasks.push_back(t);
+    }
+    r.kb = kb.deployable("{}");
+    ProgramScorer scorer = [&](const std::vector<uint32_t>& p) { return predict_programs(kb.model(), d, p); };
+    if (dist) scorer = dist->sharded(d, scorer);
+    for (const char* p : {"k80", "v100"}) r.test.push_back(evaluate_rankings(d, tasks_of(d, split.test, p), scorer).back());
+    return r;
+  };
+  const Run one = run(all, nullptr);
+  Run two[2];
+  const auto errors = on_two_ranks([&](int r, std::shared_ptr<DataParallel> dist) { two[r] = run(small_k80_v100(r, 2), dist); });
+  ASSERT_EQ(errors[0], "");
+  ASSERT_EQ(errors[1], "");
+  ASSERT_EQ(two[0].kb.tensors.size(), one.kb.tensors.size());
+  for (size_t i = 0; i < one.kb.tensors.size(); ++i) EXPECT_EQ(two[0].kb.tensors[i].data, two[1].kb.tensors[i].data);
+  EXPECT_GT(two[0].logs[1].replay_programs, 0);
+  EXPECT_NEAR(two[0].logs[0].kb_top1_before, one.logs[0].kb_top1_before, 1e-6);
+  EXPECT_NEAR(two[0].logs[0].kb_pairwise_before, one.logs[0].kb_pairwise_before, 1e-6);
+  for (int ph = 0; ph < 2; ++ph) {
+    const CkdPhaseLog &a = one.logs[ph], &b = two[0].logs[ph];
+    std::printf("%s: phi %.4f / %.4f, KD valid pairwise %.4f / %.4f, Fisher mean %.4g / %.4g (one rank / two)\n",
+                a.platform.c_str(), a.phi, b.phi, a.kd_valid_pairwise.back(), b.kd_valid_pairwise.back(), a.fisher_mean,
+                b.fisher_mean);
+    EXPECT_EQ(b.phi, two[1].logs[ph].phi);
+    EXPECT_NEAR(b.phi, a.phi, 0.05);
+    EXPECT_NEAR(b.fisher_mean, a.fisher_mean, 0.05 * a.fisher_mean);
+    EXPECT_NEAR(b.kd_valid_pairwise.back(), a.kd_valid_pairwise.back(), 0.02);
+  }
+  for (size_t p = 0; p < 2; ++p) {
+    std::printf("test pairwise %.4f / %.4f, top-1 task mean %.4f / %.4f\n", one.test[p].pairwise, two[0].test[p].pairwise,
+                one.test[p].top1.task_mean, two[0].test[p].top1.task_mean);
+    EXPECT_NEAR(two[0].test[p].pairwise, one.test[p].pairwise, 0.02);
+  }
+}
+
+TEST(DataParallel, TwoRanksPickWhatOneRankPicks) {
+  // The sampler picks per task from the task's own programs and seed, so two ranks, each picking the
+  // tasks it owns, return one rank's picks (k-center: no model between rounds; with RDU the between-round
+  // model is trained data-parallel and its MC-dropout masks differ, so only the count is fixed).
+  const Dataset all = small_k80(0, 1);
+  std::vector<uint32_t> tasks(all.tasks().size());
+  std::iota(tasks.begin(), tasks.end(), 0u);
+  ActiveSamplingOptions a;
+  a.sampler.method = SampleMethod::kKCenter;
+  a.sampler.seed = 5;
+  a.per_task.fraction = 0.2;
+  a.threads = 1;
+  const std::vector<uint32_t> one = active_select(all, tasks, a);
+  ASSERT_FALSE(one.empty());
+  std::vector<uint32_t> two[2];
+  size_t rdu[2] = {0, 0};
+  const auto errors = on_two_ranks([&](int r, std::shared_ptr<DataParallel> dist) {
+    const Dataset d = small_k80(r, 2);
+    ActiveSamplingOptions ra = a;
+    ra.dist = dist;
+    two[r] = active_select(d, tasks, ra);
+    ra.sampler.method = SampleMethod::kRdu;
+    ra.round_min_steps = 4;
+    ra.round_epochs = 1;
+    rdu[r] = active_select(d, tasks, ra).size();
+  });
+  ASSERT_EQ(errors[0], "");
+  ASSERT_EQ(errors[1], "");
+  EXPECT_EQ(two[0], one);
+  EXPECT_EQ(two[1], one);
+  EXPECT_EQ(rdu[0], one.size());
+  EXPECT_EQ(rdu[1], one.size());
 }
 
 TEST(DataParallel, EnvironmentIsCheckedWithTheVariableNamed) {
