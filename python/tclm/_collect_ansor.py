@@ -50,6 +50,13 @@ sampling_failures, picked, measured (successful), failed, new (measured in this 
 totals), OUT/provenance.json (platform, CPU, flags, target, versions, settings, networks, dates), a
 progress line per task on stderr.
 
+Noise: ``--remeasure K`` measures again, with the same settings, K successful programs (seeded) of every
+task already collected, writes nothing to the records and reports the run-to-run noise in
+OUT/remeasure.json: per program the record's costs and the new ones; in all, the median and 90th
+percentile of |new mean / recorded mean - 1|, the spread of the repeats within a measurement, and the
+fraction of a task's pairs of re-measured programs that both measurements order alike. Run it on an
+idle machine after the collection (it extracts the tasks again; ~1 s per program).
+
 Resume: the pool and the picks are a function of the seed, and a pick whose program is already in the
 task's record file is not measured again; a task collect.json marks done with the same settings is
 skipped without sampling. Ctrl-C or SIGTERM lets the batch being measured end and stops without
@@ -412,6 +419,79 @@ def _record_path(records_dir: str, index: int, key: str) -> str:
     return os.path.join(records_dir, f"{index:03d}-{h}.json")
 
 
+def _percentile(xs: List[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(math.ceil(q * len(xs))) - 1)] if xs else float("nan")
+
+
+def noise_summary(rows: List[dict]) -> dict:
+    """Run-to-run noise of re-measured programs: rows of {"task", "recorded": [costs], "again": [costs]}
+    (successful both times). |again/recorded - 1| of the means (median, 90th percentile), the spread of
+    the repeats within one measurement (max/min - 1, median over the recorded measurements), and of the
+    pairs of programs of one task, the fraction whose order the two measurements agree on."""
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    rel = [abs(mean(r["again"]) / mean(r["recorded"]) - 1) for r in rows]
+    spread = [max(r["recorded"]) / min(r["recorded"]) - 1 for r in rows]
+    agree = pairs = 0
+    by_task: Dict[str, List[dict]] = {}
+    for r in rows:
+        by_task.setdefault(r["task"], []).append(r)
+    for group in by_task.values():
+        for i in range(len(group)):
+            for j in range(i + 1, len(group)):
+                a = mean(group[i]["recorded"]) - mean(group[j]["recorded"])
+                b = mean(group[i]["again"]) - mean(group[j]["again"])
+                pairs += 1
+                agree += (a > 0) == (b > 0)
+    return {"programs": len(rows), "tasks": len(by_task),
+            "median_relative_difference": _percentile(rel, 0.5), "p90_relative_difference": _percentile(rel, 0.9),
+            "median_repeat_spread": _percentile(spread, 0.5), "pairs": pairs,
+            "pair_order_agreement": agree / pairs if pairs else float("nan")}
+
+
+def remeasure(tasks: List[dict], records_dir: str, k: int, seed: int, measurer: Measurer, out_path: str) -> int:
+    """--remeasure K: K successful programs (seeded) of every collected task measured again; the records are
+    only read. Writes out_path (noise_summary and the rows) and prints the summary."""
+    import random
+
+    from tvm import auto_scheduler
+
+    rng = random.Random(seed)
+    rows: List[dict] = []
+    failed = 0
+    t0 = time.time()
+    for index, entry in enumerate(tasks):
+        path = _record_path(records_dir, index, entry["workload_key"])
+        if _record_count(path) <= 0:
+            continue
+        inputs, results = auto_scheduler.RecordReader(path).read_lines()
+        good = [(i, r) for i, r in zip(inputs, results) if int(r.error_no) == 0]
+        if len(good) < 2:
+            continue
+        chosen = sorted(rng.sample(range(len(good)), min(k, len(good))))
+        again = measurer.measure([auto_scheduler.MeasureInput(entry["task"], good[j][0].state) for j in chosen])
+        for j, res in zip(chosen, again):
+            if int(res.error_no) != 0:
+                failed += 1
+                continue
+            rows.append({"task": task_hash(entry["workload_key"]), "record": os.path.basename(path),
+                         "recorded": [float(c.value) for c in good[j][1].costs],
+                         "again": [float(c.value) for c in res.costs]})
+        print(f"tclm collect: re-measured {len(chosen)} programs of {os.path.basename(path)} "
+              f"({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
+    if not rows:
+        _fail(f"--remeasure: no task in {records_dir} has two successful measurements to re-measure")
+    summary = {**noise_summary(rows), "failed_again": failed, "seconds": round(time.time() - t0, 1),
+               "date": _now()}
+    write_json_atomic(out_path, {"summary": summary, "programs": rows})
+    print(f"tclm collect: {summary['programs']} programs of {summary['tasks']} tasks measured again: "
+          f"|again / recorded - 1| median {summary['median_relative_difference']:.3f}, 90th percentile "
+          f"{summary['p90_relative_difference']:.3f}; repeats within a measurement spread "
+          f"{summary['median_repeat_spread']:.3f} (median max/min - 1); {summary['pairs']} pairs of a task ordered "
+          f"alike by both: {summary['pair_order_agreement']:.3f} -> {out_path}", file=sys.stderr, flush=True)
+    return 0
+
+
 # ----------------------------------------------------------------------------------------- command line
 
 
@@ -462,6 +542,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-sample-factor", type=finite_float, default=16.0,
                    help="stop sampling a task after this many times --pool programs drawn (default 16)")
     p.add_argument("--limit-tasks", type=int, default=0, help="collect only the first N tasks (0 = all; for trials)")
+    p.add_argument("--remeasure", type=int, default=0, metavar="K",
+                   help="collect nothing: measure K programs of every task already collected again and report the "
+                        "run-to-run noise in OUT/remeasure.json (default 0: collect)")
     add_rpc_options(p)
     return p
 
@@ -485,7 +568,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                              ("--number", a.number, 1), ("--min-repeat-ms", a.min_repeat_ms, 0),
                              ("--timeout", a.timeout, 1), ("--build-timeout", a.build_timeout, 1),
                              ("--batch", a.batch, 1), ("--sample-batch", a.sample_batch, 0),
-                             ("--limit-tasks", a.limit_tasks, 0)):
+                             ("--limit-tasks", a.limit_tasks, 0), ("--remeasure", a.remeasure, 0)):
         if value < low:
             p.error(f"{name} must be at least {low} (got {value})")
     if a.cooldown < 0 or a.max_sample_factor < 1:
@@ -582,10 +665,15 @@ def _collect(a, networks: List[str], excluded: List[str], argv: List[str], remot
               f"occur in --exclude-networks {','.join(excluded)}")
     if a.limit_tasks:
         tasks = tasks[:a.limit_tasks]
+    records_dir = os.path.join(a.out, "records")
+    if a.remeasure:
+        if old is None:
+            _fail(f"--remeasure: --out '{a.out}' holds no collection (no provenance.json); collect first")
+        return remeasure(tasks, records_dir, a.remeasure, a.seed, Measurer(settings, a.cores, remote),
+                         os.path.join(a.out, "remeasure.json"))
     provenance["task_extraction"] = task_stats
     write_json_atomic(prov_path, provenance)
 
-    records_dir = os.path.join(a.out, "records")
     os.makedirs(records_dir, exist_ok=True)
     previous = {e["workload_key"]: e for e in ((_read_json(report_path) or {}).get("tasks", []))}
     entries = {k: {**e, "new": 0} for k, e in previous.items()}  # tasks of earlier runs stay listed

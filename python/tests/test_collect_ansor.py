@@ -102,6 +102,41 @@ def test_exclude_networks_leaves_no_tasks(tmp_path):
     assert not (tmp_path / "x" / "collect.json").exists()
 
 
+def test_remeasure_reads_the_records_and_reports_the_noise(collected, capsys):
+    out = collected
+    lines = {f.name: f.read_text() for f in (out / "records").iterdir()}
+    prov = (out / "provenance.json").read_text()
+    assert collect.main(ARGS + ["--out", str(out), "--remeasure", "2"]) == 0
+    assert "measured again" in capsys.readouterr().err
+    # Nothing of the collection changes (the resume test below also finds the provenance's 2 runs).
+    assert {f.name: f.read_text() for f in (out / "records").iterdir()} == lines
+    assert (out / "provenance.json").read_text() == prov
+    noise = json.loads((out / "remeasure.json").read_text())
+    rows, summary = noise["programs"], noise["summary"]
+    assert 1 <= len(rows) <= 2 * len(lines) and summary["programs"] == len(rows)
+    for r in rows:  # the recorded costs are a successful record's of that file
+        recorded = [[float(c.value) for c in res.costs] for _, res in auto_scheduler.load_records(
+            str(out / "records" / r["record"])) if res.error_no == 0]
+        assert r["recorded"] in recorded
+        assert len(r["again"]) == 3 and all(0 < c < 1 for c in r["again"])
+    assert 0 <= summary["median_relative_difference"] <= summary["p90_relative_difference"]
+
+
+def test_noise_summary_of_known_measurements():
+    rows = [{"task": "a", "recorded": [1.0, 1.0, 1.2], "again": [1.1, 1.1, 1.1]},
+            {"task": "a", "recorded": [2.0, 2.0, 2.0], "again": [1.0, 1.0, 1.0]},
+            {"task": "a", "recorded": [3.0, 3.0, 3.0], "again": [3.0, 3.0, 3.0]},
+            {"task": "b", "recorded": [1.0, 1.0, 1.0], "again": [1.2, 1.2, 1.2]}]
+    s = _collect_ansor.noise_summary(rows)
+    # |again/recorded - 1|: 1.1/1.0667 - 1 = 0.03125, 0.5, 0, 0.2 -> median (2nd of 4 sorted) 0.03125,
+    # 90th percentile (4th) 0.5; repeat spreads 0.2, 0, 0, 0 -> median 0; task a's 3 pairs: (1,2) flips
+    # (1.07 < 2 but 1.1 > 1), (1,3) and (2,3) agree; task b has no pair.
+    assert s["programs"] == 4 and s["tasks"] == 2 and s["pairs"] == 3
+    assert abs(s["median_relative_difference"] - (1.1 / (3.2 / 3) - 1)) < 1e-12
+    assert s["p90_relative_difference"] == 0.5 and s["median_repeat_spread"] == 0
+    assert abs(s["pair_order_agreement"] - 2 / 3) < 1e-12
+
+
 def test_resume_measures_nothing_new(collected, capsys):
     out = collected
     before = _report(out)
