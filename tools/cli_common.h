@@ -19,6 +19,9 @@
 #ifndef TCLM_DEFAULT_DATA
 #define TCLM_DEFAULT_DATA "data/records"
 #endif
+#ifndef TCLM_MEASURED_DATA
+#define TCLM_MEASURED_DATA "data/measured"
+#endif
 
 namespace tclm::cli {
 
@@ -61,7 +64,9 @@ struct DataOptions {
     app->add_option("-d,--data", sources,
                     "Record source, repeatable: [PLATFORM=]PATH, a file or directory of Ansor records "
                     "(.json/.log, plain or .gz). PLATFORM names the hardware when the target string does "
-                    "not (e.g. k80=path/to/k80). Default: the embedded data, " TCLM_DEFAULT_DATA "/*");
+                    "not (e.g. k80=path/to/k80). A bare NAME that is no file here is a platform tclm "
+                    "measured itself: " TCLM_MEASURED_DATA "/NAME/records. Default: the embedded data, "
+                    TCLM_DEFAULT_DATA "/*");
     app->add_option("--cache-dir", cache_dir,
                     "Cache parsed record files here (binary; rebuilt per file when a file changes)");
     app->add_option("--max-steps", max_steps, "Steps per program kept by the featurizer")->check(CLI::Range(1, 4096));
@@ -101,8 +106,31 @@ struct DataOptions {
       for (const auto& n : names) out.push_back(DataSource{std::string(TCLM_DEFAULT_DATA) + "/" + n, n});
       return out;
     }
-    for (const auto& s : sources) out.push_back(DataSource::parse(s));
+    for (const auto& s : sources) out.push_back(resolve_source(s));
     return out;
+  }
+
+  /// -d NAME, with no '=' or '/' and no file or directory of that name here: the records of the platform
+  /// NAME that tclm measured itself (TCLM_MEASURED_DATA/NAME/records, data/README.md), as platform NAME.
+  static DataSource resolve_source(const std::string& spec) {
+    namespace fs = std::filesystem;
+    DataSource s = DataSource::parse(spec);
+    std::error_code ec;
+    if (!s.platform.empty() || spec.find('/') != std::string::npos || fs::exists(spec, ec)) return s;
+    const fs::path dir = fs::path(TCLM_MEASURED_DATA) / spec / "records";
+    if (fs::is_directory(dir, ec)) return DataSource{dir.string(), spec};
+    std::string have;
+    if (fs::is_directory(TCLM_MEASURED_DATA, ec)) {
+      std::vector<std::string> names;
+      for (const auto& e : fs::directory_iterator(TCLM_MEASURED_DATA, ec)) {
+        if (e.is_directory()) names.push_back(e.path().filename().string());
+      }
+      std::sort(names.begin(), names.end());
+      for (const auto& n : names) have += (have.empty() ? "" : ", ") + n;
+    }
+    throw Error("-d/--data '" + spec + "': no such file or directory, and no platform of that name in " +
+                TCLM_MEASURED_DATA + " (" + (have.empty() ? std::string("none there") : "it has: " + have) +
+                "); give [PLATFORM=]PATH");
   }
 
   int shard = 0, shards = 1;  // data-parallel training: this process's shard of the tasks (LoadOptions)

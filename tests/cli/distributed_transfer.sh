@@ -9,7 +9,7 @@ set -euo pipefail
 tclm=$1 data=$2 work=$3
 here=$(cd "$(dirname "$0")/../.." && pwd)
 rm -rf "$work" && mkdir -p "$work"
-args=(transfer -d "k80=$data/k80/depthwise" -d "v100=$data/v100/depthwise" --sources k80 --target v100
+args=(transfer -d "k80=$data/k80/pooling" -d "v100=$data/v100/pooling" --sources k80 --target v100
       --methods tcl,target-only --budget 0.1 --source-fraction 0.3 --epochs-cl 1 --epochs-kd 1 --epochs 2 --min-steps 20 --threads 1
       --test-fraction 0.3 --quiet)
 fail() { echo "FAIL: $*" >&2; exit 1; }
