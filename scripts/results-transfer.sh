@@ -5,7 +5,9 @@
 # "k80,v100:mi50"; "SOURCES:TARGET" items separated by blanks, e.g. "k80,v100:mi50 v100,mi50:k80" for both
 # GPU orders, "cpu24:platinum platinum:cpu24" for the CPU orders).
 # Platforms (the list below): k80, v100, mi50 (roller_osdi22's GPUs), cpu24 (tvm_ansor_bench's 24-core
-# x86 CPU, model not stated) and platinum (tlcbench_platinum8358, Intel Xeon Platinum 8358). Each order
+# x86 CPU, model not stated) and platinum (tlcbench_platinum8358, Intel Xeon Platinum 8358), and every
+# platform tclm measured itself (data/measured/NAME, read by name: e.g.
+# ORDERS="cpu24,platinum:intel-xeon-emeraldrapids-2c"). Each order
 # loads only its own platforms, in the list's order whatever the order of learning: the task order (and
 # with it the sources' random fraction) is that of the data as loaded, so adding a platform to the list
 # does not move another order's figures.
@@ -32,8 +34,12 @@ for order in ${ORDERS:-k80,v100:mi50}; do
     fi
   done
   for p in ${sources//,/ } "$target"; do
+    if [[ "$found" != *",$p,"* && -d "data/measured/$p/records" ]]; then
+      data+=(-d "$p")
+      found+="$p,"
+    fi
     if [[ "$found" != *",$p,"* ]]; then
-      echo "results-transfer: unknown platform '$p' in ORDERS (have: ${platforms[*]%%=*})" >&2
+      echo "results-transfer: unknown platform '$p' in ORDERS (have: ${platforms[*]%%=*} and data/measured/*)" >&2
       exit 2
     fi
   done

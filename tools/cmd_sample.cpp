@@ -55,6 +55,10 @@ void add_sampler_options(CLI::App* cmd, ActiveSamplingOptions* a, bool with_mode
   if (with_model) {
     cmd->add_option("--w-unc", a->sampler.w_unc, "RDU weight of uncertainty (MC dropout of the between-round model)")
         ->check(CLI::Range(0.0, 1e6));
+    cmd->add_option("--w-fast", a->sampler.w_fast,
+                    "RDU weight of predicted speed (the percentile of the between-round model's score): the cheap pass "
+                    "keeps and the greedy pass prefers programs predicted fast inside every cluster; from round 2 on")
+        ->check(CLI::Range(0.0, 1e6));
     cmd->add_option("--rounds", a->rounds, "Rounds for the samplers that use a model (rdu, uncertainty, balto)")
         ->check(CLI::Range(1, 100));
   }
@@ -184,7 +188,7 @@ Command add_study_sampling_command(CLI::App& app) {
     ActiveSamplingOptions a;
     std::string out = "out/study-sampling", samplers = "random,rdu,kcenter,uncertainty,balto",
                 rates = "0.05,0.1,0.2,0.5,1";
-    int seeds = 3;
+    int seeds = 3, first_seed = 0;
     bool quiet = false, resume = false, curves = false;
   };
   auto o = std::make_shared<Opts>();
@@ -195,6 +199,11 @@ Command add_study_sampling_command(CLI::App& app) {
   cmd->add_option("--samplers", o->samplers, "Comma-separated: rdu, random, kcenter, uncertainty, balto");
   cmd->add_option("--rates", o->rates, "Comma-separated fractions of every task's programs (1 = all data)");
   cmd->add_option("--seeds", o->seeds, "Seeds per sampler and rate (sampling and training)")->check(CLI::Range(1, 100));
+  cmd->add_option("--first-seed", o->first_seed,
+                  "Seeds --first-seed .. --first-seed + --seeds - 1: a run does not depend on the other seeds, so a "
+                  "study can be split into jobs by seed (their sampling.csv rows appended to one --out, then "
+                  "--resume writes the joint tables)")
+      ->check(CLI::Range(0, 1000000));
   cmd->add_option("--epochs", o->train.epochs, "Maximum epochs of each final model")->check(CLI::Range(1, 100000));
   cmd->add_option("--patience", o->train.patience, "Early stopping patience")->check(CLI::Range(1, 100000));
   add_select_option(cmd, &o->train.select);
@@ -222,6 +231,7 @@ Command add_study_sampling_command(CLI::App& app) {
     for (const auto& s : split_list(o->rates)) so.rates.push_back(parse_rate(s));
     if (so.samplers.empty() || so.rates.empty()) throw Error("--samplers and --rates must list something");
     so.seeds = o->seeds;
+    so.first_seed = o->first_seed;
     so.train = o->train;
     so.sampling = o->a;
     so.out = o->out;
@@ -230,7 +240,7 @@ Command add_study_sampling_command(CLI::App& app) {
     so.progress = !o->quiet;
     // Every option that changes a run's result (study_options.txt; --resume refuses rows written under
     // other options): all but the lists of runs and what does not touch a result.
-    static const std::set<std::string> kRunLists = {"seeds", "rates", "samplers", "resume", "quiet",
+    static const std::set<std::string> kRunLists = {"seeds", "first-seed", "rates", "samplers", "resume", "quiet",
                                                     "threads", "out", "cache-dir", "help", "curves"};
     for (const std::string& line : study::split_lines(cmd->config_to_str(true, false))) {
       if (!line.empty() && !kRunLists.count(line.substr(0, line.find('=')))) so.options_text += line + "\n";

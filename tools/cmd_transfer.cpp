@@ -69,6 +69,9 @@ Command add_transfer_command(CLI::App& app) {
                   "a cheaper study, not a measurement budget: sources count as fully measured; test tasks stay whole)")
       ->check(CLI::Range(1e-4, 1.0));
   cmd->add_option("--sampler", o->sampler, "Sampler of the target budget: rdu, random, kcenter, uncertainty, balto");
+  cmd->add_option("--w-fast", o->sampling.sampler.w_fast,
+                  "RDU weight of predicted speed in the target's second sampling round (docs/sampler.md)")
+      ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--methods", o->methods,
                   "Comma-separated: tcl, tcl-no-phi (Phi = 1), tcl-no-ewc (lambda = 0), target-only, finetune, mtl, full");
   cmd->add_option("--seeds", o->seeds,

@@ -10,7 +10,8 @@
 //   rdu          TCL's sampler (TCL-SPEC §6, seed-tcl-framework §2.2): k-means on standardized
 //                points; a cheap pass keeps the most representative `prefilter_fraction` of every
 //                cluster; the budget is spread over clusters (quota ∝ size, every cluster covered);
-//                inside each cluster a greedy pick maximizes w_repr*R + w_div*D + w_unc*U.
+//                inside each cluster a greedy pick maximizes w_repr*R + w_div*D + w_unc*U + w_fast*F
+//                (F: the percentile of the predicted score, when scores are given).
 //   random       uniform sample without replacement.
 //   uncertainty  the `budget` most uncertain points.
 //   kcenter      k-center greedy core-set (Sener & Savarese, ICLR 2018): farthest point first.
@@ -47,6 +48,13 @@ struct SamplerOptions {
   double w_repr = 1.0;
   double w_div = 1.0;
   double w_unc = 1.0;
+  // rdu: weight of F, the percentile of a candidate's predicted score over the pool (0 = predicted
+  // slowest, 1 = predicted fastest), finite and >= 0. With it the representativeness pass keeps the
+  // candidates of highest w_repr*R + w_fast*F (R alone without it) and the greedy score adds
+  // w_fast*F: inside every cluster the picks lean towards programs the model predicts fast, while the
+  // clusters still spread them over the pool. Dropped when no scores are given (cold start). Default 1,
+  // chosen on the tuning split of a random-pool platform over 0 and 3 (docs/sampler.md).
+  double w_fast = 1.0;
   // rdu: fraction of every cluster's candidates kept by the representativeness pass, in (0, 1].
   double prefilter_fraction = 0.3;
   // rdu: number of k-means clusters; 0 = auto = clamp(ceil(budget / picks_per_cluster), 1, 1024).
@@ -77,7 +85,7 @@ struct SamplePool {
   std::size_t dim = 0;               // >= 1
   std::span<const float> uncertainty;  // [n] finite, larger = model less sure; empty = none
   std::span<const float> scores;       // [n] finite predicted score, higher = predicted faster;
-                                       // empty = none (only balto needs them)
+                                       // empty = none (balto needs them; rdu uses them with w_fast)
   std::span<const uint32_t> selected;  // rows already measured in earlier rounds (distinct, < n)
 };
 

@@ -183,8 +183,8 @@ std::vector<float> optional_vector(const py::object& obj, py::ssize_t n, const c
 py::array_t<int64_t> select_samples(const FloatArray& points, int64_t budget, const std::string& method,
                                     uint64_t seed, const py::object& uncertainty, const py::object& scores,
                                     const py::object& selected, int threads, int n_clusters, double w_repr,
-                                    double w_div, double w_unc, double prefilter_fraction, double balto_bias,
-                                    double picks_per_cluster) {
+                                    double w_div, double w_unc, double w_fast, double prefilter_fraction,
+                                    double balto_bias, double picks_per_cluster) {
   if (points.ndim() != 2) {
     throw py::value_error("select_samples: points must have shape [n, d], got " + std::to_string(points.ndim()) +
                           " dimensions");
@@ -220,6 +220,7 @@ py::array_t<int64_t> select_samples(const FloatArray& points, int64_t budget, co
       options.w_repr = w_repr;
       options.w_div = w_div;
       options.w_unc = w_unc;
+      options.w_fast = w_fast;
       options.prefilter_fraction = prefilter_fraction;
       options.balto_bias = balto_bias;
       options.picks_per_cluster = picks_per_cluster;
@@ -369,6 +370,7 @@ x: [n, L, STEP_FEATURE_DIM], mask: [n, L] (featurize's output). Raises ValueErro
         py::arg("seed") = 0, py::arg("uncertainty") = py::none(), py::arg("scores") = py::none(), py::kw_only(),
         py::arg("selected") = py::none(), py::arg("threads") = 0, py::arg("n_clusters") = 0,
         py::arg("w_repr") = 1.0, py::arg("w_div") = 1.0, py::arg("w_unc") = 1.0,
+        py::arg("w_fast") = tclm::SamplerOptions{}.w_fast,
         py::arg("prefilter_fraction") = 0.3, py::arg("balto_bias") = 1.0,
         py::arg("picks_per_cluster") = tclm::SamplerOptions{}.picks_per_cluster, R"doc(
 Chooses which programs to measure next (active sampling, include/tclm/sample.h); returns int64
@@ -379,10 +381,11 @@ method: 'rdu' (TCL's sampler: k-means, representativeness + diversity + uncertai
   'uncertainty' (needs uncertainty), 'kcenter', 'balto' (needs scores).
 seed: the same input, options and seed give the same indices (whatever the thread count).
 uncertainty: float [n] or None, larger = model less sure (rdu uses it when given).
-scores: float [n] or None, predicted scores, higher = faster (balto).
+scores: float [n] or None, predicted scores, higher = faster (balto; rdu with w_fast > 0).
 Keyword-only: selected (indices measured earlier), threads (0 = OpenMP default), n_clusters (rdu,
 0 = auto = ceil(budget / picks_per_cluster), at most 1024), picks_per_cluster (rdu, >= 1, default 1),
-w_repr / w_div / w_unc (rdu weights), prefilter_fraction (rdu), balto_bias (balto).
+w_repr / w_div / w_unc / w_fast (rdu weights; w_fast weighs the percentile of the predicted score),
+prefilter_fraction (rdu), balto_bias (balto).
 Order: rdu round-robin over clusters, random in draw order, uncertainty by decreasing uncertainty,
 kcenter / balto in greedy order. Raises ValueError on a bad shape, a non-finite value, an unknown
 method or an option out of range.

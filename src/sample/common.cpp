@@ -89,6 +89,17 @@ std::vector<float> standardize_rows(const Pool& pool, const Standardizer& st, co
   return out;
 }
 
+std::vector<double> score_percentiles(std::span<const float> scores) {
+  const std::size_t n = scores.size();
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return scores[a] < scores[b]; });
+  std::vector<double> p(n);
+  for (std::size_t r = 0; r < n; ++r)
+    p[order[r]] = n > 1 ? static_cast<double>(r) / static_cast<double>(n - 1) : 1.0;
+  return p;
+}
+
 std::vector<int64_t> cluster_quotas(const std::vector<int64_t>& size,
                                     const std::vector<int64_t>& already, int64_t budget) {
   const std::size_t k = size.size();

@@ -26,14 +26,8 @@ std::vector<uint32_t> select_kcenter(const Pool& pool, std::size_t budget, const
 
   std::vector<float> w(n, 1.f);
   if (balto) {
-    std::vector<uint32_t> order(n);
-    std::iota(order.begin(), order.end(), 0u);
-    const auto& s = pool.scores;
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return s[a] < s[b]; });
-    for (std::size_t r = 0; r < n; ++r) {
-      const double p = n > 1 ? static_cast<double>(r) / static_cast<double>(n - 1) : 1.0;
-      w[order[r]] = static_cast<float>(1.0 + o.balto_bias * p);
-    }
+    const std::vector<double> p = score_percentiles(pool.scores);
+    for (std::size_t i = 0; i < n; ++i) w[i] = static_cast<float>(1.0 + o.balto_bias * p[i]);
   }
 
   // md < 0 marks a point that is chosen (earlier rounds or this one)

@@ -7,8 +7,10 @@
 //  4. quotas per cluster (cluster_quotas: every cluster covered, the rest ∝ size);
 //  5. prefilter: in every cluster keep the max(ceil(f * candidates), quota) most representative
 //     candidates;
-//  6. in every cluster, quota greedy picks of argmax w_r R + w_d D + w_u U over the kept candidates,
-//     D = min distance to the cluster's picks (this round's and earlier rounds') / its current max.
+//  6. in every cluster, quota greedy picks of argmax w_r R + w_d D + w_u U + w_f F over the kept
+//     candidates, D = min distance to the cluster's picks (this round's and earlier rounds') / its
+//     current max, F = percentile of the predicted score (with scores and w_f > 0; then step 5 keeps
+//     the candidates of highest w_r R + w_f F).
 // docs/sampler.md explains the choices.
 #include <faiss/Clustering.h>
 #include <faiss/IndexFlat.h>
@@ -243,6 +245,9 @@ std::vector<uint32_t> select_rdu(const Pool& pool, std::size_t budget, const Sam
     }
   }
   const double urange = static_cast<double>(umax) - static_cast<double>(umin);
+  // predicted speed: percentile of the predicted score over the pool
+  const bool has_fast = !pool.scores.empty() && o.w_fast > 0.0;
+  const std::vector<double> fast = has_fast ? score_percentiles(pool.scores) : std::vector<double>{};
 
   // clusters with picks to make, the most work first (dynamic schedule balances them)
   std::vector<std::size_t> work;
@@ -252,11 +257,11 @@ std::vector<uint32_t> select_rdu(const Pool& pool, std::size_t budget, const Sam
     return kept[a] * (quota[a] + already[a]) > kept[b] * (quota[b] + already[b]);
   });
   std::vector<std::vector<uint32_t>> picks(k);
-  const double wr = o.w_repr, wd = o.w_div, wu = has_unc ? o.w_unc : 0.0;
+  const double wr = o.w_repr, wd = o.w_div, wu = has_unc ? o.w_unc : 0.0, wf = has_fast ? o.w_fast : 0.0;
   const float inf = std::numeric_limits<float>::infinity();
 #pragma omp parallel
   {
-    std::vector<float> z, zs, md, rep, unc;
+    std::vector<float> z, zs, md, rep, unc, fst;
     std::vector<uint8_t> picked;
 #pragma omp for schedule(dynamic, 1)
     for (std::size_t w = 0; w < work.size(); ++w) {
@@ -264,27 +269,43 @@ std::vector<uint32_t> select_rdu(const Pool& pool, std::size_t budget, const Sam
       uint32_t* cb = cand.data() + cbeg[c];
       const std::size_t avail = cbeg[c + 1] - cbeg[c];
       const auto m = static_cast<std::size_t>(kept[c]);
-      // the most representative first (smallest d2, ties by index)
-      auto closer = [&](uint32_t a, uint32_t b) { return d2[a] != d2[b] ? d2[a] < d2[b] : a < b; };
-      if (m < avail) {
-        std::partial_sort(cb, cb + m, cb + avail, closer);
-      } else {
-        std::sort(cb, cb + avail, closer);
-      }
       const double mean_d2 = size[c] > 0 ? sum_d2[c] / static_cast<double>(size[c]) : 0.0;
+      auto repr = [&](uint32_t r) {
+        return mean_d2 > 0.0 ? std::exp(-static_cast<double>(d2[r]) / mean_d2) : 1.0;
+      };
+      // the cheap pass keeps the most representative first (smallest d2, ties by index), or, with
+      // predicted speed, the highest w_r R + w_f F (ties by index)
+      auto closer = [&](uint32_t a, uint32_t b) { return d2[a] != d2[b] ? d2[a] < d2[b] : a < b; };
+      auto better = [&](uint32_t a, uint32_t b) {
+        const double ka = wr * repr(a) + wf * fast[a], kb = wr * repr(b) + wf * fast[b];
+        return ka != kb ? ka > kb : a < b;
+      };
+      auto keep_first = [&](auto less) {
+        if (m < avail) {
+          std::partial_sort(cb, cb + m, cb + avail, less);
+        } else {
+          std::sort(cb, cb + avail, less);
+        }
+      };
+      if (has_fast) {
+        keep_first(better);
+      } else {
+        keep_first(closer);
+      }
       z.resize(m * uu);
       rep.resize(m);
       unc.resize(m);
+      fst.assign(m, 0.f);
       md.assign(m, inf);
       picked.assign(m, 0);
       for (std::size_t i = 0; i < m; ++i) {
         const uint32_t r = cb[i];
         if (u > 0) st.apply(pool.points + static_cast<std::size_t>(r) * pool.dim, &z[i * uu]);
-        rep[i] = mean_d2 > 0.0 ? static_cast<float>(std::exp(-static_cast<double>(d2[r]) / mean_d2))
-                               : 1.f;
+        rep[i] = static_cast<float>(repr(r));
         unc[i] = has_unc && urange > 0.0
                      ? static_cast<float>((static_cast<double>(pool.uncertainty[r]) - umin) / urange)
                      : 0.f;
+        if (has_fast) fst[i] = static_cast<float>(fast[r]);
       }
       if (wd > 0.0 && already[c] > 0) {  // distances to earlier rounds' picks in this cluster
         zs.resize(uu);
@@ -310,7 +331,7 @@ std::vector<uint32_t> select_rdu(const Pool& pool, std::size_t budget, const Sam
           } else if (maxmd > 0.f) {
             div = std::sqrt(static_cast<double>(md[i]) / static_cast<double>(maxmd));
           }
-          const double score = wr * rep[i] + wd * div + wu * unc[i];
+          const double score = wr * rep[i] + wd * div + wu * unc[i] + wf * fst[i];
           if (score > best_score) {  // strict: ties go to the more representative candidate
             best_score = score;
             best = i;

@@ -94,6 +94,10 @@ using simd::sq_dist;
 std::vector<int64_t> cluster_quotas(const std::vector<int64_t>& size,
                                     const std::vector<int64_t>& already, int64_t budget);
 
+/// p[i] = the percentile of scores[i] over all n points: 0 for the lowest score, 1 for the highest,
+/// rank / (n - 1), equal scores ranked by index (1 for a single point). rdu's F and balto's bias.
+std::vector<double> score_percentiles(std::span<const float> scores);
+
 std::vector<uint32_t> select_rdu(const Pool& pool, std::size_t budget, const SamplerOptions& o,
                                  SampleReport* report);
 /// kcenter (bias == 0 or no scores) and balto (bias > 0, scores given).

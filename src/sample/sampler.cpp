@@ -31,8 +31,9 @@ void validate_options(const SamplerOptions& o) {
   check_option(weight_ok(o.w_repr), "w_repr must be finite and >= 0, got " + std::to_string(o.w_repr));
   check_option(weight_ok(o.w_div), "w_div must be finite and >= 0, got " + std::to_string(o.w_div));
   check_option(weight_ok(o.w_unc), "w_unc must be finite and >= 0, got " + std::to_string(o.w_unc));
-  check_option(o.w_repr + o.w_div + o.w_unc > 0.0,
-               "weights w_repr, w_div and w_unc are all 0: give at least one a positive weight");
+  check_option(weight_ok(o.w_fast), "w_fast must be finite and >= 0, got " + std::to_string(o.w_fast));
+  check_option(o.w_repr + o.w_div + o.w_unc + o.w_fast > 0.0,
+               "weights w_repr, w_div, w_unc and w_fast are all 0: give at least one a positive weight");
   check_option(std::isfinite(o.prefilter_fraction) && o.prefilter_fraction > 0.0 &&
                    o.prefilter_fraction <= 1.0,
                "prefilter_fraction must be in (0, 1], got " + std::to_string(o.prefilter_fraction));

@@ -282,7 +282,7 @@ SamplingStudyResult run_sampling_study(const Dataset& d, const Split& split, con
     }
     result.runs.push_back(std::move(r));
   };
-  for (int seed = 0; seed < o.seeds; ++seed) {
+  for (int seed = o.first_seed; seed < o.first_seed + o.seeds; ++seed) {
     for (double rate : o.rates) {
       if (rate >= 1.0) {  // all data: the same for every sampler
         if (done.count({"all", 1.0, seed})) continue;

@@ -20,7 +20,8 @@ namespace tclm::study {
 struct SamplingStudyOptions {
   std::vector<SampleMethod> samplers;
   std::vector<double> rates;       // fractions in (0, 1]; 1 = all data (one run per seed, sampler "all")
-  int seeds = 3;                   // seeds 0 .. seeds - 1
+  int seeds = 3;                   // seeds first_seed .. first_seed + seeds - 1
+  int first_seed = 0;
   TrainOptions train;              // the final models (seed and progress set per run)
   ActiveSamplingOptions sampling;  // method, seed, fraction, threads set per run
   std::string out;                 // directory of sampling.csv, test_tasks.csv, curves.csv, study_options.txt

@@ -50,6 +50,28 @@ if(NOT n_after EQUAL 7 OR NOT "${after_head}" STREQUAL "${before}")
   message(FATAL_ERROR "study-sampling --resume: ${n_after} lines (expected 7), first rows kept: "
           "'${after_head}' vs '${before}'")
 endif()
+# --first-seed 1 --seeds 1 gives seed 1's rows of the 2-seed run (timings aside): a seed's runs do not
+# depend on the other seeds, so a study can be split into jobs by seed.
+run(study-sampling -d k80=${DATA}/k80/pooling --rates 0.5,1 --samplers rdu,random --seeds 1 --first-seed 1 --epochs 1
+    --min-steps 0 --test-fraction 0.3 --quiet -o ${OUT}/study-seed1)
+function(seed1_rows file var)  # seed 1's rows without the three timing columns (13-15)
+  file(STRINGS ${file} rows REGEX "^[a-z]+,[0-9.]+,1,")
+  set(out "")
+  foreach(row IN LISTS rows)
+    string(REPLACE "," ";" fields "${row}")
+    list(REMOVE_AT fields 12 13 14)
+    list(JOIN fields "," row)
+    list(APPEND out "${row}")
+  endforeach()
+  set(${var} "${out}" PARENT_SCOPE)
+endfunction()
+seed1_rows(${OUT}/study/sampling.csv seed1_of_two)
+seed1_rows(${OUT}/study-seed1/sampling.csv seed1_alone)
+list(LENGTH seed1_alone n_seed1)
+if(NOT n_seed1 EQUAL 3 OR NOT seed1_alone STREQUAL seed1_of_two)
+  message(FATAL_ERROR "study-sampling --first-seed 1 --seeds 1 differs from seed 1 of --seeds 2 (${n_seed1} rows):\n"
+                      "${seed1_alone}\n---\n${seed1_of_two}")
+endif()
 # sampling.md pairs the two seeds: rdu minus random at 50%, with each seed's difference.
 file(READ ${OUT}/study/sampling.md study_md)
 set(pair_re "[+-][0-9]+\\.[0-9]+ ± [0-9]+\\.[0-9]+ \\([+-][0-9]+\\.[0-9]+, [+-][0-9]+\\.[0-9]+\\) (ahead|behind|level)")

@@ -385,6 +385,19 @@ TEST(Rdu, DiversitySpreadsPicksInsideCluster) {
 
 // With only the uncertainty term and no prefilter (fraction 1), rdu picks in every cluster the
 // quota most uncertain points: the most uncertain within the quotas.
+// The `quota` points of highest `value` in every cluster of the report (distinct values).
+std::set<uint32_t> highest_per_cluster(const SampleReport& rep, const std::vector<float>& value) {
+  std::set<uint32_t> out;
+  for (int c = 0; c < rep.n_clusters; ++c) {
+    std::vector<uint32_t> members;
+    for (uint32_t i = 0; i < rep.cluster_of.size(); ++i)
+      if (rep.cluster_of[i] == c) members.push_back(i);
+    std::sort(members.begin(), members.end(), [&](uint32_t a, uint32_t z) { return value[a] > value[z]; });
+    for (int64_t j = 0; j < rep.cluster_quota[c]; ++j) out.insert(members[j]);
+  }
+  return out;
+}
+
 TEST(Rdu, UncertaintyOnlyPicksMostUncertainWithinQuotas) {
   const Blobs b = make_blobs(kBlobSizes, 8, 7);
   std::vector<float> unc(b.n());
@@ -397,15 +410,56 @@ TEST(Rdu, UncertaintyOnlyPicksMostUncertainWithinQuotas) {
   o.prefilter_fraction = 1.0;
   SampleReport rep;
   const auto picks = select_samples(pool, 40, o, &rep);
-  std::set<uint32_t> expected;
-  for (int c = 0; c < 5; ++c) {
-    std::vector<uint32_t> members;
-    for (uint32_t i = 0; i < b.n(); ++i)
-      if (rep.cluster_of[i] == c) members.push_back(i);
-    std::sort(members.begin(), members.end(), [&](uint32_t a, uint32_t z) { return unc[a] > unc[z]; });
-    for (int64_t j = 0; j < rep.cluster_quota[c]; ++j) expected.insert(members[j]);
+  EXPECT_EQ(std::set<uint32_t>(picks.begin(), picks.end()), highest_per_cluster(rep, unc));
+}
+
+// Predicted speed alone (w_repr = w_div = 0): the cheap pass keeps, and the greedy pass takes, the
+// candidates of highest predicted score in every cluster, so the picks are each cluster's `quota`
+// best-predicted points; the quotas are those of the clusters, whatever the scores.
+TEST(Rdu, PredictedSpeedAlonePicksEachClustersBestPredicted) {
+  const Blobs b = make_blobs(kBlobSizes, 8, 17);
+  std::vector<float> score(b.n());
+  for (std::size_t i = 0; i < b.n(); ++i) score[i] = static_cast<float>((i * 7919) % 2789);  // distinct
+  SamplePool pool{b.x, b.dim, {}, score, {}};
+  SamplerOptions o = with_method(SampleMethod::kRdu);
+  o.n_clusters = 5;
+  o.w_repr = 0.0;
+  o.w_div = 0.0;
+  o.w_fast = 1.0;
+  SampleReport rep;
+  const auto picks = select_samples(pool, 40, o, &rep);
+  EXPECT_EQ(picks_per_blob(b, picks), (std::vector<int>{28, 8, 2, 1, 1}));
+  EXPECT_EQ(std::set<uint32_t>(picks.begin(), picks.end()), highest_per_cluster(rep, score));
+}
+
+// With R and D at their defaults, w_fast = 1 moves the picks towards better-predicted programs inside
+// the clusters (a higher mean percentile of the picks' scores) without changing how many each
+// cluster gets; scores with w_fast = 0 change nothing.
+TEST(Rdu, PredictedSpeedLeansPicksTowardsFastWithinClusters) {
+  const Blobs b = make_blobs(kBlobSizes, 8, 18);
+  std::vector<float> score(b.n());
+  for (std::size_t i = 0; i < b.n(); ++i) score[i] = static_cast<float>((i * 104729) % 7919);
+  std::vector<double> pct(b.n());
+  {
+    std::vector<uint32_t> order(b.n());
+    std::iota(order.begin(), order.end(), 0u);
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t z) { return score[a] < score[z]; });
+    for (std::size_t r = 0; r < order.size(); ++r) pct[order[r]] = static_cast<double>(r) / (b.n() - 1);
   }
-  EXPECT_EQ(std::set<uint32_t>(picks.begin(), picks.end()), expected);
+  auto mean_pct = [&](const std::vector<uint32_t>& picks) {
+    double m = 0;
+    for (uint32_t p : picks) m += pct[p];
+    return m / static_cast<double>(picks.size());
+  };
+  SamplerOptions o = with_method(SampleMethod::kRdu);
+  o.n_clusters = 5;
+  const auto plain = select_samples(SamplePool{b.x, b.dim, {}, {}, {}}, 40, o);  // no scores: no F
+  o.w_fast = 0.0;
+  EXPECT_EQ(select_samples(SamplePool{b.x, b.dim, {}, score, {}}, 40, o), plain);
+  o.w_fast = 1.0;
+  const auto fast = select_samples(SamplePool{b.x, b.dim, {}, score, {}}, 40, o);
+  EXPECT_EQ(picks_per_blob(b, fast), picks_per_blob(b, plain));
+  EXPECT_GT(mean_pct(fast), mean_pct(plain) + 0.3) << mean_pct(fast) << " vs " << mean_pct(plain);
 }
 
 // Staging: the most uncertain points sit on the blobs' rims. With the default 30% prefilter they
@@ -532,7 +586,10 @@ TEST(SampleErrors, BadInputsAreRefusedWithAClearMessage) {
   o.w_div = -1;
   EXPECT_NE(msg({x, 2, {}, {}, {}}, o).find("w_div must be finite and >= 0"), std::string::npos);
   o = {};
-  o.w_repr = o.w_div = o.w_unc = 0;
+  o.w_fast = -0.5;
+  EXPECT_NE(msg({x, 2, {}, {}, {}}, o).find("w_fast must be finite and >= 0"), std::string::npos);
+  o = {};
+  o.w_repr = o.w_div = o.w_unc = o.w_fast = 0;
   EXPECT_NE(msg({x, 2, {}, {}, {}}, o).find("all 0"), std::string::npos);
 }
 
