@@ -201,8 +201,8 @@ Command add_study_sampling_command(CLI::App& app) {
   cmd->add_option("--seeds", o->seeds, "Seeds per sampler and rate (sampling and training)")->check(CLI::Range(1, 100));
   cmd->add_option("--first-seed", o->first_seed,
                   "Seeds --first-seed .. --first-seed + --seeds - 1: a run does not depend on the other seeds, so a "
-                  "study can be split into jobs by seed (their sampling.csv rows appended to one --out, then "
-                  "--resume writes the joint tables)")
+                  "study can be split into jobs by seed (append their sampling.csv and test_tasks.csv rows to one "
+                  "--out, then --resume with all the seeds writes the joint tables)")
       ->check(CLI::Range(0, 1000000));
   cmd->add_option("--epochs", o->train.epochs, "Maximum epochs of each final model")->check(CLI::Range(1, 100000));
   cmd->add_option("--patience", o->train.patience, "Early stopping patience")->check(CLI::Range(1, 100000));

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include "sample/sample_internal.h"
 #include "tclm/error.h"
@@ -262,6 +263,7 @@ std::vector<uint32_t> select_rdu(const Pool& pool, std::size_t budget, const Sam
 #pragma omp parallel
   {
     std::vector<float> z, zs, md, rep, unc, fst;
+    std::vector<std::pair<double, uint32_t>> keyed;  // (w_r R + w_f F, row) of a cluster's candidates
     std::vector<uint8_t> picked;
 #pragma omp for schedule(dynamic, 1)
     for (std::size_t w = 0; w < work.size(); ++w) {
@@ -274,23 +276,23 @@ std::vector<uint32_t> select_rdu(const Pool& pool, std::size_t budget, const Sam
         return mean_d2 > 0.0 ? std::exp(-static_cast<double>(d2[r]) / mean_d2) : 1.0;
       };
       // the cheap pass keeps the most representative first (smallest d2, ties by index), or, with
-      // predicted speed, the highest w_r R + w_f F (ties by index)
-      auto closer = [&](uint32_t a, uint32_t b) { return d2[a] != d2[b] ? d2[a] < d2[b] : a < b; };
-      auto better = [&](uint32_t a, uint32_t b) {
-        const double ka = wr * repr(a) + wf * fast[a], kb = wr * repr(b) + wf * fast[b];
-        return ka != kb ? ka > kb : a < b;
-      };
-      auto keep_first = [&](auto less) {
+      // predicted speed, the highest w_r R + w_f F (each candidate's key computed once; ties by index)
+      auto keep_first = [&](auto* first, auto less) {
         if (m < avail) {
-          std::partial_sort(cb, cb + m, cb + avail, less);
+          std::partial_sort(first, first + m, first + avail, less);
         } else {
-          std::sort(cb, cb + avail, less);
+          std::sort(first, first + avail, less);
         }
       };
       if (has_fast) {
-        keep_first(better);
+        keyed.resize(avail);
+        for (std::size_t i = 0; i < avail; ++i) keyed[i] = {wr * repr(cb[i]) + wf * fast[cb[i]], cb[i]};
+        keep_first(keyed.data(), [](const auto& a, const auto& b) {
+          return a.first != b.first ? a.first > b.first : a.second < b.second;
+        });
+        for (std::size_t i = 0; i < avail; ++i) cb[i] = keyed[i].second;
       } else {
-        keep_first(closer);
+        keep_first(cb, [&](uint32_t a, uint32_t b) { return d2[a] != d2[b] ? d2[a] < d2[b] : a < b; });
       }
       z.resize(m * uu);
       rep.resize(m);
