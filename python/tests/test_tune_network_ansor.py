@@ -74,7 +74,9 @@ def test_tune_tiny_network_end_to_end_and_resume(model, tmp_path):
     walls = [float(r["wall_seconds"]) for r in curve]
     assert walls == sorted(walls)
     est = [float(r["estimated_ms"]) for r in curve if r["estimated_ms"]]
-    assert all(b <= a for a, b in zip(est, est[1:])), est
+    # Non-increasing up to the CSV's 6 significant digits: the resumed run re-reads the latencies from
+    # the log, whose numbers differ from the first run's in the last digits.
+    assert all(b <= a * (1 + 1e-5) for a, b in zip(est, est[1:])), est
     # The curve starts once every task has a measurement or was given up (none here: 4 rounds at most).
     assert all(r["tasks_given_up"] == "0" for r in curve)
     assert all(bool(r["estimated_ms"]) == (int(r["tasks_with_schedule"]) == 3) for r in curve)
