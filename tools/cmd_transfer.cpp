@@ -22,7 +22,7 @@ struct Opts {
   CkdOptions ckd;
   TrainOptions train;  // the baselines
   ActiveSamplingOptions sampling;
-  std::string sources, target, methods = "tcl,tcl-no-phi,tcl-no-ewc,target-only,finetune,mtl,full",
+  std::string sources, target, methods = "tcl,tcl-no-phi,target-only,finetune,mtl,full",
                                sampler = "rdu", out = "out/transfer";
   double budget = 0.1;
   double source_fraction = 1.0;
@@ -73,7 +73,7 @@ Command add_transfer_command(CLI::App& app) {
                   "RDU weight of predicted speed in the target's second sampling round (docs/sampler.md)")
       ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--methods", o->methods,
-                  "Comma-separated: tcl, tcl-no-phi (Phi = 1), tcl-no-ewc (lambda = 0), target-only, finetune, mtl, full");
+                  "Comma-separated: tcl, tcl-no-phi (Phi = 1), target-only, finetune, mtl, full");
   cmd->add_option("--seeds", o->seeds,
                   "Run N seeds, --first-seed .. --first-seed + N - 1 (each seeds the target's sampling, the "
                   "initialisation and the batches; tables give mean ± standard deviation over them)")
@@ -86,12 +86,11 @@ Command add_transfer_command(CLI::App& app) {
   cmd->add_option("--epochs-cl", o->ckd.epochs_cl, "CL epochs per platform")->check(CLI::Range(1, 10000));
   cmd->add_option("--epochs-kd", o->ckd.epochs_kd, "KD epochs per platform")->check(CLI::Range(1, 10000));
   cmd->add_option("--beta", o->ckd.beta, fmt::format("Teacher weight in CL (default {:g})", o->ckd.beta))->check(CLI::Range(0.0, 1e6));
-  cmd->add_option("--lambda", o->ckd.lambda, fmt::format("EWC strength in KD (default {:g})", o->ckd.lambda))->check(CLI::Range(0.0, 1e12));
-  cmd->add_option("--replay", o->ckd.replay,
-                  fmt::format("KD: weight of the earlier platforms' training programs, ranked by the KB as it was "
-                              "before the platform (learning without forgetting; no label read; default {:g}; 0 = none)",
-                              o->ckd.replay))
-      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--lambda", o->ckd.lambda,
+                  fmt::format("EWC strength in KD (default {:g}: nothing pulls the KB back towards its earlier weights; "
+                              "the paper's EWC at e.g. 1e4 kept the KB below its active column, docs/transfer.md)",
+                              o->ckd.lambda))
+      ->check(CLI::Range(0.0, 1e12));
   cmd->add_option("--phi-floor", o->ckd.phi_floor, fmt::format("Lower bound of Phi (default {:g})", o->ckd.phi_floor))->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--phi-decay", o->ckd.phi_decay, fmt::format("Phi decay per CL epoch (default {:g}; 1 = none)", o->ckd.phi_decay))->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--lr-cl", o->ckd.lr_cl, fmt::format("CL learning rate (default {:g})", o->ckd.lr_cl))->check(CLI::Range(1e-7, 1.0));

@@ -263,8 +263,7 @@ std::vector<torch::Tensor> list_fisher(MambaCostModel& model, const Dataset& dat
 struct CkdTrainer {
   static CkdPhaseLog learn(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
-                           const CkdOptions& o, const std::function<void(const DatasetScorer&)>& after_cl,
-                           const KdReplay& replay) {
+                           const CkdOptions& o, const std::function<void(const DatasetScorer&)>& after_cl) {
     if (train_tasks.empty()) throw Error("learn_platform(" + platform + "): no training tasks");
     if (!(o.temperature > 0) || !std::isfinite(o.temperature))
       throw Error(fmt::format("learn_platform({}): the distillation temperature must be finite and > 0 (CL {:g})",
@@ -296,12 +295,10 @@ struct CkdTrainer {
     log.platform = platform;
     log.kd_programs = kd_programs;
     DataParallel* dist = o.dist && o.dist->world() > 1 ? o.dist.get() : nullptr;
-    for (const Dataset* on : {&data, replay.data}) {
-      if (on != nullptr && on->shards() != (dist != nullptr ? dist->world() : 1)) {
-        throw Error(fmt::format("learn_platform({}): a dataset was loaded as {} shard(s) for {} process(es); load it "
-                                "with LoadOptions shard = rank and shards = the number of processes",
-                                platform, on->shards(), dist != nullptr ? dist->world() : 1));
-      }
+    if (data.shards() != (dist != nullptr ? dist->world() : 1)) {
+      throw Error(fmt::format("learn_platform({}): the dataset was loaded as {} shard(s) for {} process(es); load it "
+                              "with LoadOptions shard = rank and shards = the number of processes",
+                              platform, data.shards(), dist != nullptr ? dist->world() : 1));
     }
     MambaCostModel& model = kb.model_;
     if (dist != nullptr) dist->broadcast_parameters(model->parameters());  // every process starts from rank 0's KB
@@ -379,30 +376,14 @@ struct CkdTrainer {
       });
     }
 
-    // ---- KD: the frozen AC teaches the KB; EWC (parameter space) and the replay (function space) keep
-    // what mattered for earlier platforms.
+    // ---- KD: the frozen AC teaches the KB, starting from the KB's own weights; EWC (when lambda > 0)
+    // pulls the parameters the Fisher information marks towards their anchors.
     for (auto& p : ac->parameters()) p.set_requires_grad(false);
-    const bool use_replay = o.replay > 0 && replay.data != nullptr && !replay.tasks.empty() && !kb.learned_.empty();
-    MambaCostModel old_kb{nullptr};
-    std::vector<Batch> replay_batches;
-    size_t replay_next = 0;
-    int replay_epoch = 0;
-    if (use_replay) {
-      check_feature_family(version, replay.data->feature_version(), "the replayed programs of " + platform);
-      old_kb = MambaCostModel(MambaConfig::from_json(kb_before.config_json));
-      load_into_model(kb_before, old_kb);
-      old_kb->eval();
-      for (auto& p : old_kb->parameters()) p.set_requires_grad(false);
-      for (uint32_t t : replay.tasks) {
-        if (t >= replay.data->tasks().size()) throw Error(fmt::format("learn_platform({}): replay task {} out of range", platform, t));
-        log.replay_programs += static_cast<int64_t>(replay.data->tasks()[t].programs.size());
-      }
-    }
     t0 = Clock::now();
     FitSpec kd{"KD " + platform, model.get(), model->parameters(), o.lr_kd, o.epochs_kd,
                [&](const BatchTensors* bt, int epoch) {
                  StepLoss loss;
-                 loss.parts.resize(2);
+                 loss.parts.resize(1);
                  if (bt != nullptr) {
                    torch::Tensor teacher;
                    {
@@ -414,30 +395,6 @@ struct CkdTrainer {
                    loss.parts[0].mean = listwise_distill_loss(s, teacher, bt->label_mask, 1.0, &loss.parts[0].normalizer);
                  }
                  if (o.lambda > 0 && kb.has_fisher()) loss.global = o.lambda * kb.ewc_penalty();
-                 if (use_replay) {
-                   // One batch of the earlier platforms' programs per step, reshuffled every epoch.
-                   if (epoch != replay_epoch || replay_next >= replay_batches.size()) {
-                     replay_batches = make_batches(*replay.data, replay.tasks, o.batch_size, o.group_size, rng);
-                     replay_next = 0;
-                     replay_epoch = epoch;
-                   }
-                   if (!replay_batches.empty()) {
-                     const Batch& rbatch = replay_batches[replay_next++];
-                     const Batch mine = dist != nullptr ? dist->owned_part(*replay.data, rbatch) : Batch{};
-                     const Batch& rpart = dist != nullptr ? mine : rbatch;
-                     if (!rpart.groups.empty()) {
-                       const BatchTensors rb = to_tensors(*replay.data, rpart, o.group_size);
-                       torch::Tensor old_scores;
-                       {
-                         torch::NoGradGuard ng;
-                         old_scores = rb.to_grid(old_kb->forward(rb.x, rb.mask));
-                       }
-                       loss.parts[1].mean = listwise_distill_loss(rb.to_grid(model->forward(rb.x, rb.mask)), old_scores,
-                                                                  rb.label_mask, 1.0, &loss.parts[1].normalizer);
-                       loss.parts[1].weight = o.replay;
-                     }
-                   }
-                 }
                  return loss;
                },
                kb_score};
@@ -483,9 +440,8 @@ struct CkdTrainer {
 
 CkdPhaseLog learn_platform(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
-                           const CkdOptions& options, const std::function<void(const DatasetScorer&)>& after_cl,
-                           const KdReplay& replay) {
-  return CkdTrainer::learn(kb, data, train_tasks, valid_tasks, platform, options, after_cl, replay);
+                           const CkdOptions& options, const std::function<void(const DatasetScorer&)>& after_cl) {
+  return CkdTrainer::learn(kb, data, train_tasks, valid_tasks, platform, options, after_cl);
 }
 
 std::string to_json(const CkdPhaseLog& l) {
@@ -501,7 +457,6 @@ std::string to_json(const CkdPhaseLog& l) {
       {"cl_kept_epoch", l.cl_kept_epoch},
       {"kd_kept_epoch", l.kd_kept_epoch},
       {"kd_programs", l.kd_programs},
-      {"replay_programs", l.replay_programs},
       {"ac_valid_top1", l.ac_valid_top1},
       {"kb_valid_top1", l.kb_valid_top1},
       {"ac_train_top1", l.ac_train_top1},

@@ -23,7 +23,7 @@
 namespace tclm::study {
 
 const std::vector<std::string>& transfer_methods() {
-  static const std::vector<std::string> m = {"tcl", "tcl-no-phi", "tcl-no-ewc", "target-only", "finetune", "mtl", "full"};
+  static const std::vector<std::string> m = {"tcl", "tcl-no-phi", "target-only", "finetune", "mtl", "full"};
   return m;
 }
 
@@ -77,7 +77,7 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
   if (o.methods.empty()) throw Error("--methods lists no method; give e.g. tcl,target-only");
   for (const auto& m : o.methods) {
     if (std::find(transfer_methods().begin(), transfer_methods().end(), m) == transfer_methods().end()) {
-      throw Error("--methods: unknown method '" + m + "' (tcl, tcl-no-phi, tcl-no-ewc, target-only, finetune, mtl, full)");
+      throw Error("--methods: unknown method '" + m + "' (tcl, tcl-no-phi, target-only, finetune, mtl, full)");
     }
   }
   if (sources.empty()) throw Error("--sources: no platform given");
@@ -201,7 +201,6 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
         co.progress = progress;
         co.dist = o.train.dist;
         if (method == "tcl-no-phi") co.dynamic_phi = false;
-        if (method == "tcl-no-ewc") co.lambda = 0;
         KnowledgeBase kb(co.kb, static_cast<uint64_t>(seed));
         const ProgramScorer kb_scorer =
             shared_scorer([&](const std::vector<uint32_t>& p) { return predict_programs(kb.model(), d, p); });
@@ -219,19 +218,14 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
           result.ckd_phases.push_back(
               nlohmann::ordered_json{{"method", method}, {"seed", seed}, {"phase", nlohmann::ordered_json::parse(to_json(log))}});
         };
-        // The replay of each phase: the training tasks of the platforms learned before it (their
-        // programs only; the labels are not read).
-        KdReplay replay;
-        replay.data = &d;
         for (const auto& s : sources) {
           if (progress) std::fprintf(stderr, "[%s seed %d] learning source %s\n", method.c_str(), seed, s.c_str());
-          log_phase(learn_platform(kb, d, of(split.train, s), of(split.valid, s), s, co, eval_ac(s), replay));
+          log_phase(learn_platform(kb, d, of(split.train, s), of(split.valid, s), s, co, eval_ac(s)));
           evaluate_all(method, seed, ++phase, "learn " + s, kb_scorer, platforms);
-          for (uint32_t t : of(split.train, s)) replay.tasks.push_back(t);
         }
         if (progress) std::fprintf(stderr, "[%s seed %d] learning target %s\n", method.c_str(), seed, target.c_str());
         log_phase(learn_platform(kb, target_data, of(split.train, target), of(split.valid, target), target, co,
-                                 eval_ac(target), replay));
+                                 eval_ac(target)));
         evaluate_all(method, seed, ++phase, "learn " + target, kb_scorer, platforms);
         if (method == "tcl" && seed == o.first_seed) {
           std::string joined;

@@ -1,7 +1,7 @@
 // study/transfer.h: the transfer study (tclm transfer): the whole TCL pipeline (TCL-SPEC §7) next to its
 // baselines and ablations. Per seed: RDU-sample the target's budget (the same picks for every method),
 // then for each method
-//   tcl, tcl-no-phi (Phi = 1), tcl-no-ewc (lambda = 0): learn the sources in order with continual
+//   tcl, tcl-no-phi (Phi = 1): learn the sources in order with continual
 //       knowledge distillation, then the target's budget; the knowledge base is evaluated on every
 //       platform after each KD phase, the active column ("<method>:ac") after each CL phase;
 //   target-only: a model of the target's budget alone;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Data-parallel `tclm transfer` as processes (scripts/dist-run.sh): the whole pipeline (the target's RDU
-# sampling, CL, KD with the replay and EWC, the Fisher pass, a baseline, every evaluation) runs as two
+# sampling, CL, KD with EWC, the Fisher pass, a baseline, every evaluation) runs as two
 # processes; rank 0 writes the results and the knowledge base, rank 1 nothing; the sampler picks the
 # same number of programs; and the figures are one process's within what float rounding, amplified by
 # Adam over a few hundred steps, moves them (docs/distributed.md).
@@ -10,7 +10,7 @@ tclm=$1 data=$2 work=$3
 here=$(cd "$(dirname "$0")/../.." && pwd)
 rm -rf "$work" && mkdir -p "$work"
 args=(transfer -d "k80=$data/k80/pooling" -d "v100=$data/v100/pooling" --sources k80 --target v100
-      --methods tcl,target-only --budget 0.1 --source-fraction 0.3 --epochs-cl 1 --epochs-kd 1 --epochs 2 --min-steps 20 --threads 1
+      --methods tcl,target-only --budget 0.1 --source-fraction 0.3 --epochs-cl 1 --epochs-kd 1 --epochs 2 --min-steps 20 --lambda 1e4 --threads 1
       --test-fraction 0.3 --quiet)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 

@@ -173,7 +173,7 @@ if(NOT n_phases EQUAL 18 OR NOT n_ac EQUAL 2 OR NOT transfer_md MATCHES "tcl \\(
 endif()
 # tcl minus target-only, paired over the 2 seeds (target and source); every option recorded.
 file(READ ${OUT}/transfer/transfer_options.txt transfer_options)
-if(NOT transfer_md MATCHES "\\| tcl - target-only \\| ${pair_re} \\|" OR NOT transfer_options MATCHES "lambda=10000")
+if(NOT transfer_md MATCHES "\\| tcl - target-only \\| ${pair_re} \\|" OR NOT transfer_options MATCHES "lambda=0")
   message(FATAL_ERROR "transfer.md has no paired tcl - target-only row, or transfer_options.txt no lambda:\n"
           "${transfer_md}\n${transfer_options}")
 endif()

@@ -418,28 +418,31 @@ TEST(Ckd, KdBringsTheKbToTheActiveColumnsOrderOnHeldOutWorkloads) {
   EXPECT_GT(after, untrained + 0.2);
 }
 
-TEST(Ckd, ReplayKeepsTheEarlierPlatformsOrder) {
-  // Learning the MI50's depthwise convolutions with the K80's pooling training programs replayed (ranked by the KB as it was before)
-  // keeps the KB's order of the K80's held-out workloads closer to what it was than without the
-  // replay, with the same seed and the same MI50 data.
+TEST(Ckd, LearningTheNextPlatformKeepsTheEarlierOnesRanking) {
+  // With the default KD (nothing pulls the KB back), learning the MI50's depthwise convolutions (other
+  // workloads than the K80's pooling, like the CPU orders of docs/transfer.md) keeps the KB's ranking
+  // of the K80's held-out workloads near what it was right after the K80: its pairwise accuracy on
+  // them drops by less than 0.03, and the order of their pairs stays far closer to the one it had than
+  // an untrained KB's (about half of the pairs: an unrelated order).
   TwoPlatforms p("k80/pooling", "mi50/depthwise");
   const auto k80_held_out = p.of(p.s.test, "k80");
   ASSERT_FALSE(k80_held_out.empty());
   const std::vector<uint32_t> programs = programs_of(p.d, k80_held_out);
-  double kept[2] = {0, 0};
-  for (int with_replay = 0; with_replay < 2; ++with_replay) {
-    CkdOptions o = small_options();
-    o.lambda = 0;  // the replay alone against nothing
-    o.replay = with_replay ? 1.0 : 0.0;
-    KnowledgeBase kb(o.kb, 0);
-    learn_platform(kb, p.d, p.of(p.s.train, "k80"), p.of(p.s.valid, "k80"), "k80", o);
-    const std::vector<float> before = predict_programs(kb.model(), p.d, programs);
-    KdReplay replay{&p.d, p.of(p.s.train, "k80")};
-    const CkdPhaseLog log = learn_platform(kb, p.d, p.of(p.s.train, "mi50"), p.of(p.s.valid, "mi50"), "mi50", o, {}, replay);
-    EXPECT_EQ(log.replay_programs > 0, with_replay == 1);
-    kept[with_replay] = pair_agreement(p.d, k80_held_out, before, predict_programs(kb.model(), p.d, programs));
-  }
-  std::printf("K80 held-out pairs kept after learning the MI50: without replay %.4f, with %.4f\n", kept[0], kept[1]);
-  EXPECT_GT(kept[1], kept[0] + 0.05);
-  EXPECT_GT(kept[1], 0.95);
+  const CkdOptions o = small_options();
+  ASSERT_EQ(o.lambda, 0.0);
+  KnowledgeBase kb(o.kb, 0);
+  learn_platform(kb, p.d, p.of(p.s.train, "k80"), p.of(p.s.valid, "k80"), "k80", o);
+  const ProgramScorer score = [&](const std::vector<uint32_t>& progs) { return predict_programs(kb.model(), p.d, progs); };
+  const RankingReport after_k80 = evaluate_rankings(p.d, k80_held_out, score).back();
+  const std::vector<float> before = predict_programs(kb.model(), p.d, programs);
+  learn_platform(kb, p.d, p.of(p.s.train, "mi50"), p.of(p.s.valid, "mi50"), "mi50", o);
+  const RankingReport after_mi50 = evaluate_rankings(p.d, k80_held_out, score).back();
+  KnowledgeBase fresh(o.kb, 1);
+  const double kept = pair_agreement(p.d, k80_held_out, before, predict_programs(kb.model(), p.d, programs));
+  const double untrained = pair_agreement(p.d, k80_held_out, before, predict_programs(fresh.model(), p.d, programs));
+  std::printf("K80 held-out: pairwise %.4f after the K80, %.4f after the MI50 (top-1 task mean %.4f, %.4f); "
+              "pairs kept %.4f (untrained KB %.4f)\n",
+              after_k80.pairwise, after_mi50.pairwise, after_k80.top1.task_mean, after_mi50.top1.task_mean, kept, untrained);
+  EXPECT_GT(after_mi50.pairwise, after_k80.pairwise - 0.03);
+  EXPECT_GT(kept, untrained + 0.2);
 }
