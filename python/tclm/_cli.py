@@ -16,6 +16,21 @@ except ImportError:  # not POSIX: no lock
     fcntl = None
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every tclm command's --help: the description as written, and "(default: X)" after each option
+    whose default is worth saying (not None, False or []) and whose help does not already say it."""
+
+    def _get_help_string(self, action):
+        default = action.default  # 0 is a default worth saying; False (a flag left off) is not
+        if (default is None or default is False or default == [] or default is argparse.SUPPRESS
+                or "(default" in (action.help or "")):
+            return action.help
+        return super()._get_help_string(action)
+
+    def _fill_text(self, text, width, indent):
+        return "".join(indent + line for line in text.splitlines(keepends=True))
+
+
 def finite_float(text: str) -> float:
     """argparse type of every float option: a finite number ("nan", "inf", "1e999" are refused)."""
     try:

@@ -79,7 +79,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Tuple
 
-from ._cli import claim_output_dir, cpu_info, finite_float, release_output_dir, write_json_atomic
+from ._cli import HelpFormatter, claim_output_dir, cpu_info, finite_float, release_output_dir, write_json_atomic
 from ._remote import Remote, add_rpc_options, ansor_runner, from_args, report_device_losses, require_remote_target
 
 #: Record error numbers (auto_scheduler.MeasureErrorNo) by name, for collect.json.
@@ -500,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="tclm collect --scheduler ansor", description=__doc__.split("\n\n")[0],
                                 epilog=__doc__.split("\n\n", 1)[1],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("--scheduler", choices=["metaschedule", "ansor"], default="ansor",
                    help="ansor: this collector (TVM 0.19); metaschedule: operators into MetaSchedule databases")
     p.add_argument("--out", required=True, help="output directory (records/, collect.json, provenance.json); "

@@ -33,7 +33,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Tuple
 
-from ._cli import claim_output_dir, read_json, release_output_dir
+from ._cli import HelpFormatter, claim_output_dir, read_json, release_output_dir
 
 MODELS = ("tclm", "tclm-public", "xgb", "xgb-pre", "random")
 CURVE_FIELDS = ["network", "model", "seed", "round", "trials", "wall_seconds", "estimated_ms", "tasks_with_schedule",
@@ -51,7 +51,7 @@ def _say(msg: str) -> None:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tclm tune-bench --network",
                                 description=__doc__.split("\n\n")[0].replace("``", ""),
-                                formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
+                                formatter_class=HelpFormatter, allow_abbrev=False,
                                 epilog="Other options go to every tclm tune run (tclm tune --help lists them).")
     p.add_argument("--scheduler", default="metaschedule", choices=("metaschedule", "ansor"),
                    help="only ansor (TVM 0.19, .venv-ansor) tunes networks here")

@@ -50,7 +50,7 @@ import tempfile
 import time
 from typing import Dict, List, Optional
 
-from ._cli import add_tune_options, claim_output_dir, cpu_info, read_json, release_output_dir, write_json_atomic
+from ._cli import HelpFormatter, add_tune_options, claim_output_dir, cpu_info, read_json, release_output_dir, write_json_atomic
 from ._remote import ansor_runner, from_args, report_device_losses, require_remote_target
 
 COST_MODELS = ("tclm", "xgb", "xgb-pre", "random")
@@ -71,19 +71,10 @@ def _say(msg: str) -> None:
     print(f"tclm tune: {msg}", file=sys.stderr, flush=True)
 
 
-class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows "(default: X)" only where there is a default worth saying (not None, False or [])."""
-
-    def _get_help_string(self, action):
-        if action.default in (None, False, []) or action.default is argparse.SUPPRESS:
-            return action.help
-        return super()._get_help_string(action)
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tclm tune", description=__doc__.split("\n\n")[0].replace("``", ""),
-        formatter_class=_HelpFormatter, allow_abbrev=False,
+        formatter_class=HelpFormatter, allow_abbrev=False,
         epilog="Outputs in --out: tuning.json (Ansor records), curve.csv, latency.json, tune.json. "
                "Rerunning the same command resumes.")
     p.add_argument("--scheduler", choices=["ansor"], default="ansor", help="this is Ansor's (TVM 0.19) tuner")

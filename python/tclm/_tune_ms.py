@@ -48,7 +48,7 @@ import sys
 import time
 from typing import Dict, List, Optional
 
-from ._cli import add_tune_options, claim_output_dir, cpu_info, read_json, release_output_dir, write_json_atomic
+from ._cli import HelpFormatter, add_tune_options, claim_output_dir, cpu_info, read_json, release_output_dir, write_json_atomic
 from ._remote import from_args, ms_runner, require_remote_target
 
 COST_MODELS = ("tclm", "xgb", "random")
@@ -402,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Tune every task of a Relax network with MetaSchedule (apache-tvm, .venv-tvm) and a cost "
                     "model, compile it with the best schedules and measure its latency. Resumable: rerun the "
                     "same command to continue.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
         epilog="networks: " + "; ".join(f"{k}: {v}" for k, v in NETWORKS.items()) +
                ". Outputs in --out: database_*.json (the MetaSchedule database), curve.csv, latency.json, "
                "tune.json (docs/tuning.md).")

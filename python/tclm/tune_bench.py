@@ -34,7 +34,7 @@ import statistics
 import sys
 import time
 
-from ._cli import claim_output_dir, release_output_dir
+from ._cli import HelpFormatter, claim_output_dir, release_output_dir
 from ._remote import add_rpc_options, ansor_runner, from_args, ms_runner, require_remote_target
 
 WORKLOADS = {
@@ -283,7 +283,7 @@ def main(argv=None):
         return network_main(argv)
     # allow_abbrev=False: `tclm tune-bench` chooses the venv from the exact spelling of --scheduler.
     p = argparse.ArgumentParser(prog="tclm tune-bench", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+                                formatter_class=HelpFormatter, allow_abbrev=False)
     p.add_argument("--out", default="out/tune-bench", help="output directory (tune.csv, summary.csv/md, runs/)")
     p.add_argument("--workloads", default="matmul-512", help="comma-separated: " + ", ".join(WORKLOADS))
     p.add_argument("--network", help="whole networks instead of operators (with --scheduler ansor; "

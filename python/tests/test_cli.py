@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from tclm._adapter import write_atomic
-from tclm._cli import claim_output_dir, finite_float
+from tclm._cli import HelpFormatter, claim_output_dir, finite_float
 
 
 @pytest.mark.parametrize("text", ["nan", "NaN", "inf", "-inf", "1e999", "Infinity"])
@@ -22,6 +22,19 @@ def test_float_options_take_numbers():
     assert finite_float("0.25") == 0.25
     with pytest.raises(argparse.ArgumentTypeError):
         finite_float("abc")
+
+
+def test_help_says_each_default_once():
+    p = argparse.ArgumentParser(formatter_class=HelpFormatter)
+    p.add_argument("--seed", type=int, default=0, help="seed")
+    p.add_argument("--pool", type=int, default=256, help="pool per task")
+    p.add_argument("--cores", type=int, default=8, help="cores (default: all of them)")
+    p.add_argument("--flag", action="store_true", help="a switch")
+    p.add_argument("--model", default=None, help="a file")
+    text = " ".join(p.format_help().split())
+    assert "seed (default: 0)" in text  # 0 is said, though it equals False
+    assert "pool per task (default: 256)" in text
+    assert text.count("default") == 3  # --cores says its own; the switch and --model have none to say
 
 
 def test_write_atomic_keeps_a_symbolic_link_and_writes_its_target(tmp_path):
