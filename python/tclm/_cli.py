@@ -4,6 +4,8 @@ options, docs/reliability.md), JSON files written atomically, and what this mach
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import math
 import os
@@ -78,15 +80,35 @@ def release_output_dir(path: str) -> None:
             f.close()
 
 
-def write_json_atomic(path: str, obj) -> None:
-    """Writes `obj` as JSON to `path` through a temporary file, fsync and a rename: a reader never sees
-    half a file, and an interrupted write leaves the old one."""
+def write_text_atomic(path: str, text: str) -> None:
+    """Writes `text` to `path` through a temporary file, fsync and a rename: a reader never sees half a
+    file, and an interrupted write leaves the old one (a resumed run reads its curve.csv back)."""
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-        f.write("\n")
+    with open(tmp, "w", newline="") as f:
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_json_atomic(path: str, obj) -> None:
+    """`obj` as indented JSON, written as write_text_atomic does."""
+    write_text_atomic(path, json.dumps(obj, indent=1) + "\n")
+
+
+def write_csv_atomic(path: str, fields, rows) -> None:
+    """Rows (dicts) under a header of `fields`, written as write_text_atomic does."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fields)
+    w.writeheader()
+    w.writerows(rows)
+    write_text_atomic(path, buf.getvalue())
+
+
+def save_figure_atomic(fig, path: str, **kwargs) -> None:
+    """A matplotlib figure saved as write_text_atomic writes text (the format from `path`'s suffix)."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    fig.savefig(tmp, format=os.path.splitext(path)[1].lstrip(".") or None, **kwargs)
     os.replace(tmp, path)
 
 

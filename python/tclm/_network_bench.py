@@ -33,7 +33,8 @@ import sys
 import time
 from typing import Dict, List, Optional, Tuple
 
-from ._cli import HelpFormatter, claim_output_dir, read_json, release_output_dir
+from ._cli import (HelpFormatter, claim_output_dir, read_json, release_output_dir, save_figure_atomic,
+                   write_csv_atomic, write_text_atomic)
 
 MODELS = ("tclm", "tclm-public", "xgb", "xgb-pre", "random")
 CURVE_FIELDS = ["network", "model", "seed", "round", "trials", "wall_seconds", "estimated_ms", "tasks_with_schedule",
@@ -248,7 +249,7 @@ def plot(runs: Dict[Tuple[str, str, int], str], models: List[str], png: str) -> 
             if ax.get_legend_handles_labels()[0]:
                 ax.legend()
     fig.tight_layout()
-    fig.savefig(png, dpi=110)
+    save_figure_atomic(fig, png, dpi=110)
     plt.close(fig)
     return True
 
@@ -331,15 +332,9 @@ def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> in
         with open(path, newline="") as f:
             for r in csv.DictReader(f):
                 rows.append({"network": net, "model": m, "seed": seed, **{k: r.get(k, "") for k in CURVE_FIELDS[3:]}})
-    with open(os.path.join(a.out, "curves.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, CURVE_FIELDS)
-        w.writeheader()
-        w.writerows(rows)
+    write_csv_atomic(os.path.join(a.out, "curves.csv"), CURVE_FIELDS, rows)
     summary = summarize(runs, models)
-    with open(os.path.join(a.out, "summary.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, SUMMARY_FIELDS)
-        w.writeheader()
-        w.writerows(summary)
+    write_csv_atomic(os.path.join(a.out, "summary.csv"), SUMMARY_FIELDS, summary)
     info = read_json(os.path.join(next(iter(runs.values())), "tune.json")) or {}
     mach = info.get("machine", {})
     ntasks = {net: len((read_json(os.path.join(runs[(net, models[0], 0)], "tune.json")) or {}).get("tasks", []))
@@ -359,8 +354,7 @@ def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> in
               "number divided by this run's, median over seeds (a run that never reaches it counts 0; > 1: fewer "
               "trials / less time than X).\n")
     md = markdown(summary, header)
-    with open(os.path.join(a.out, "summary.md"), "w") as f:
-        f.write(md)
+    write_text_atomic(os.path.join(a.out, "summary.md"), md)
     plot(runs, models, os.path.join(a.out, "curves.png"))
     print(md)
     _say(f"done in {time.time() - t0:.0f} s: {a.out}/summary.md, curves.csv, summary.csv, curves.png")

@@ -50,7 +50,8 @@ import tempfile
 import time
 from typing import Dict, List, Optional
 
-from ._cli import HelpFormatter, add_tune_options, claim_output_dir, cpu_info, read_json, release_output_dir, write_json_atomic
+from ._cli import (HelpFormatter, add_tune_options, claim_output_dir, cpu_info, read_json, release_output_dir,
+                   write_csv_atomic, write_json_atomic)
 from ._remote import ansor_runner, from_args, report_device_losses, require_remote_target
 
 COST_MODELS = ("tclm", "xgb", "xgb-pre", "random")
@@ -562,10 +563,7 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> dict:
     wall0 = float(curve[-1]["wall_seconds"]) if curve else 0.0
     round0 = int(curve[-1]["round"]) if curve else 0
     # Keep every completed round of the curve (a crash may have left records after the last one).
-    with open(curve_path, "w", newline="") as f:
-        w = csv.DictWriter(f, CURVE_FIELDS)
-        w.writeheader()
-        w.writerows(curve)
+    write_csv_atomic(curve_path, CURVE_FIELDS, curve)
     # Per-round size from the whole budget, so that a resumed run keeps the rounds of the first one.
     per_round = min(a.per_round, a.trials // len(tasks))
     np.random.seed(a.seed)

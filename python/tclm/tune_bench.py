@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import shutil
 import statistics
 import sys
 import time
 
-from ._cli import HelpFormatter, claim_output_dir, release_output_dir
+from ._cli import (HelpFormatter, claim_output_dir, release_output_dir, write_csv_atomic, write_json_atomic,
+                   write_text_atomic)
 from ._remote import add_rpc_options, ansor_runner, from_args, ms_runner, require_remote_target
 
 WORKLOADS = {
@@ -362,12 +362,7 @@ def main(argv=None):
                     shutil.rmtree(work, ignore_errors=True)
                     stats = tune_one(a.scheduler, wl, m, seed, a.trials, a.per_iter, a.population, work, a.cores,
                                      a.tclm_model, rows, a.mcpu, mtriple=a.mtriple, remote=remote)
-                    tmp = run_csv + ".tmp"
-                    with open(tmp, "w", newline="") as f:
-                        w = csv.DictWriter(f, FIELDS)
-                        w.writeheader()
-                        w.writerows(rows)
-                    os.replace(tmp, run_csv)
+                    write_csv_atomic(run_csv, FIELDS, rows)
                     info[name] = stats
                     print(f"   {stats}", file=sys.stderr, flush=True)
         rows = []
@@ -375,24 +370,16 @@ def main(argv=None):
             if fn.endswith(".csv"):
                 with open(os.path.join(a.out, "runs", fn)) as f:
                     rows += list(csv.DictReader(f))
-        with open(os.path.join(a.out, "tune.csv"), "w", newline="") as f:
-            w = csv.DictWriter(f, FIELDS)
-            w.writeheader()
-            w.writerows(rows)
+        write_csv_atomic(os.path.join(a.out, "tune.csv"), FIELDS, rows)
         summary = summarize(rows, models)
         keys = ["workload", "model", "seeds", "trials", "final_best_seconds", "measurements_to_xgb_final",
                 "speedup_in_measurements", "seeds_reaching_xgb_final", "wall_seconds_median"]
-        with open(os.path.join(a.out, "summary.csv"), "w", newline="") as f:
-            w = csv.DictWriter(f, keys)
-            w.writeheader()
-            w.writerows(summary)
+        write_csv_atomic(os.path.join(a.out, "summary.csv"), keys, summary)
         md = "| " + " | ".join(keys) + " |\n|" + "---|" * len(keys) + "\n"
         md += "".join("| " + " | ".join(str(s[k]) for k in keys) + " |\n" for s in summary)
-        with open(os.path.join(a.out, "summary.md"), "w") as f:
-            f.write(md)
+        write_text_atomic(os.path.join(a.out, "summary.md"), md)
         if info:
-            with open(os.path.join(a.out, "runs", f"info-{int(time.time())}.json"), "w") as f:
-                json.dump(info, f, indent=1)
+            write_json_atomic(os.path.join(a.out, "runs", f"info-{int(time.time())}.json"), info)
         print(md)
         return 0
     finally:

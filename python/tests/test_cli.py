@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from tclm._adapter import write_atomic
-from tclm._cli import HelpFormatter, claim_output_dir, finite_float
+from tclm._cli import HelpFormatter, claim_output_dir, finite_float, write_csv_atomic, write_json_atomic
 
 
 @pytest.mark.parametrize("text", ["nan", "NaN", "inf", "-inf", "1e999", "Infinity"])
@@ -35,6 +35,20 @@ def test_help_says_each_default_once():
     assert "seed (default: 0)" in text  # 0 is said, though it equals False
     assert "pool per task (default: 256)" in text
     assert text.count("default") == 3  # --cores says its own; the switch and --model have none to say
+
+
+def test_a_failed_report_write_leaves_the_old_file(tmp_path):
+    # A resumed tclm tune rewrites curve.csv, the run's only record of its wall-time curve: a write that
+    # fails half-way must leave the old file whole, and no temporary file behind.
+    curve = tmp_path / "curve.csv"
+    write_csv_atomic(str(curve), ["trials", "estimated_ms"], [{"trials": 8, "estimated_ms": 14.2}])
+    old = curve.read_bytes()
+    with pytest.raises(ValueError):
+        write_csv_atomic(str(curve), ["trials"], [{"trials": 16}, {"trials": 24, "not_a_field": 1}])
+    with pytest.raises(TypeError):
+        write_json_atomic(str(curve), {"x": object()})
+    assert curve.read_bytes() == old == b"trials,estimated_ms\r\n8,14.2\r\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["curve.csv"]
 
 
 def test_write_atomic_keeps_a_symbolic_link_and_writes_its_target(tmp_path):
