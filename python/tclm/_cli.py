@@ -1,6 +1,7 @@
-"""What the command-line modules (tclm.collect, tclm.tune, tclm.tune_bench) share: float options that
-refuse NaN and infinities, the lock on an output directory (the same rules as the tclm tool's own
-options, docs/reliability.md), JSON files written atomically, and what this machine's CPU is."""
+"""What the command-line modules (tclm.collect, tclm.tune, tclm.tune_bench) share: one --help format,
+float options that refuse NaN and infinities, the lock on an output directory (the same rules as the
+tclm tool's own options, docs/reliability.md), reports (JSON, CSV, Markdown, PNG) written atomically,
+and what this machine's CPU is."""
 from __future__ import annotations
 
 import argparse
