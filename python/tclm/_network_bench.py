@@ -8,6 +8,9 @@ Every (network, model, seed) run (``MODEL:N`` in --models: seeds 0..N-1 for that
 --seeds) is one ``tclm tune`` run (tclm._tune_ansor: Ansor's task scheduler over all the network's
 tasks, then the network compiled with the best schedules and its end-to-end latency measured) in
 OUT/runs/NETWORK-MODEL-sSEED/; a finished run is skipped and an interrupted one resumes from its log.
+Each run is a child process: when TVM aborts inside it (the TVM 0.19 wheel is built with libstdc++'s
+assertions, and Ansor's XGBoost path has been seen to fail one), the run is resumed from its log, up
+to --resume-after-crash times, instead of the abort ending the whole benchmark.
 Options this command does not know (--per-round, --population, --search-param, --min-repeat-ms,
 --latency-repeat, ...) go to every run.
 
@@ -28,7 +31,9 @@ import argparse
 import csv
 import math
 import os
+import signal
 import statistics
+import subprocess
 import sys
 import time
 from typing import Dict, List, Optional, Tuple
@@ -37,6 +42,8 @@ from ._cli import (HelpFormatter, claim_output_dir, read_json, release_output_di
                    write_csv_atomic, write_text_atomic)
 
 MODELS = ("tclm", "tclm-public", "xgb", "xgb-pre", "random")
+#: Signals a run's process dies of when it crashes (resumed by run_tune).
+CRASH_SIGNALS = {int(s) for s in (signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL)}
 CURVE_FIELDS = ["network", "model", "seed", "round", "trials", "wall_seconds", "estimated_ms", "tasks_with_schedule",
                 "tasks_given_up"]
 SUMMARY_FIELDS = ["network", "model", "seeds", "trials", "final_estimated_ms", "measured_ms", "measured_spread_ms",
@@ -65,6 +72,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--public-model", help="model of 'tclm-public', e.g. trained on public records only")
     p.add_argument("--pretrain-records", help="xgb-pre: Ansor record file or directory to pre-train XGBModel on")
     p.add_argument("--out", default="out/tune-bench-network", help="output directory (default out/tune-bench-network)")
+    p.add_argument("--resume-after-crash", type=int, default=3,
+                   help="resume a run this many times when its process crashes (an abort or a segmentation fault "
+                        "inside TVM); 0: stop the benchmark at the first crash")
+
     return p
 
 
@@ -135,6 +146,24 @@ def _median(values: List[float]) -> float:
 
 def _fmt(x: Optional[float], digits: str = ".4g") -> str:
     return "-" if x is None or not math.isfinite(x) else format(x, digits)
+
+
+def run_tune(args: List[str], resumes: int, name: str, command: Optional[List[str]] = None) -> int:
+    """Runs ``tclm tune ARGS`` in a child process (this Python) and returns its exit code. A child that
+    crashes (dies of SIGABRT, SIGSEGV, SIGBUS, SIGFPE or SIGILL: an abort inside TVM) is started again
+    with the same arguments, which resumes it from its log, at most `resumes` times; any other exit
+    (Ctrl-C, a kill, an error) is returned as it is."""
+    cmd = (command or [sys.executable, "-m", "tclm.tune"]) + list(args)
+    for attempt in range(resumes + 1):
+        rc = subprocess.run(cmd).returncode
+        if rc >= 0 or -rc not in CRASH_SIGNALS:
+            return rc
+        sig = signal.Signals(-rc).name
+        if attempt < resumes:
+            _say(f"{name}: the run died of {sig}; resuming it from its log ({attempt + 1} of {resumes})")
+        else:
+            _say(f"{name}: the run died of {sig} {resumes + 1} times; stopping (rerun the same command to resume)")
+    return 128 - rc
 
 
 def summarize(runs: Dict[Tuple[str, str, int], str], models: List[str]) -> List[dict]:
@@ -301,8 +330,6 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> int:
-    from . import _tune_ansor
-
     models = list(seeds)
     runs_dir = os.path.join(a.out, "runs")
     os.makedirs(runs_dir, exist_ok=True)
@@ -319,7 +346,7 @@ def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> in
                     continue
                 _say(f"== {name}")
                 args = ["--network", net, "--trials", str(a.trials), "--seed", str(seed), "--out", d] + run_args(m, a)
-                rc = _tune_ansor.main(args + rest)
+                rc = run_tune(["--scheduler", "ansor"] + args + rest, a.resume_after_crash, name)
                 if rc != 0:
                     _say(f"{name}: tclm tune failed (exit {rc})")
                     return rc

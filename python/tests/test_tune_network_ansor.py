@@ -10,6 +10,8 @@ compiled network correct, reports), not tuning quality.
 import csv
 import json
 import math
+import signal
+import sys
 
 import numpy as np
 import pytest
@@ -196,11 +198,12 @@ def test_tune_bench_network_seeds_per_model(tmp_path, monkeypatch, capsys):
     benchmark stopped part-way still compares every model. The runs themselves are recorded, not tuned."""
     calls = []
 
-    def fake_tune(args):
+    def fake_tune(args, resumes, name):
+        assert args[:2] == ["--scheduler", "ansor"] and resumes == 3
         calls.append((args[args.index("--cost-model") + 1], int(args[args.index("--seed") + 1])))
         return 0
 
-    monkeypatch.setattr(_tune_ansor, "main", fake_tune)
+    monkeypatch.setattr(_network_bench, "run_tune", fake_tune)
     assert _network_bench.main(["--scheduler", "ansor", "--network", "tiny", "--models", "xgb,random:1",
                                 "--seeds", "3", "--trials", "9", "--out", str(tmp_path / "b")]) == 0
     assert calls == [("xgb", 0), ("random", 0), ("xgb", 1), ("xgb", 2)]
@@ -210,6 +213,24 @@ def test_tune_bench_network_seeds_per_model(tmp_path, monkeypatch, capsys):
             _network_bench.main(["--scheduler", "ansor", "--network", "tiny", "--models", bad,
                                  "--out", str(tmp_path / "x")])
         assert "--models" in capsys.readouterr().err
+
+
+def test_a_run_that_aborts_is_resumed_and_one_that_keeps_aborting_stops(tmp_path, capsys):
+    # The child stands for `tclm tune`: it aborts (SIGABRT, as TVM's assertions do) the first `n` times it
+    # starts, counting its starts in a file, then exits 0. A plain error (exit 1) is returned at once.
+    count = tmp_path / "starts"
+    child = [sys.executable, "-c",
+             "import os, sys; p, n = sys.argv[1], int(sys.argv[2]); "
+             "k = int(open(p).read()) + 1 if os.path.exists(p) else 1; open(p, 'w').write(str(k)); "
+             "os.abort() if k <= n else sys.exit(0 if n >= 0 else 1)"]
+    assert _network_bench.run_tune([str(count), "2"], 3, "r", command=child) == 0
+    assert count.read_text() == "3" and "died of SIGABRT; resuming it from its log (2 of 3)" in capsys.readouterr().err
+    count.unlink()
+    assert _network_bench.run_tune([str(count), "9"], 1, "r", command=child) == 128 + signal.SIGABRT
+    assert count.read_text() == "2" and "died of SIGABRT 2 times; stopping" in capsys.readouterr().err
+    count.unlink()
+    assert _network_bench.run_tune([str(count), "-1"], 3, "r", command=child) == 1
+    assert count.read_text() == "1"
 
 
 def test_summary_pairs_each_run_with_the_xgb_run_of_its_seed(tmp_path):
