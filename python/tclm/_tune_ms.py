@@ -48,7 +48,8 @@ import sys
 import time
 from typing import Dict, List, Optional
 
-from ._cli import HelpFormatter, add_tune_options, claim_output_dir, cpu_info, read_json, release_output_dir, write_json_atomic
+from ._cli import (HelpFormatter, add_tune_options, claim_output_dir, cpu_info, read_json, release_output_dir,
+                   write_json_atomic)
 from ._remote import from_args, ms_runner, require_remote_target
 
 COST_MODELS = ("tclm", "xgb", "random")
