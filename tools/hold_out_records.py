@@ -88,14 +88,14 @@ def main(argv=None):
         rel = os.path.relpath(f, src) if os.path.isdir(src) else os.path.basename(f)
         top = os.path.dirname(rel) or "."
         lines = read_lines(f)
-        keep, dropped = [], 0
+        keep, dropped, kept = [], 0, 0
         for i, line in enumerate(lines, start=1):
             k = workload_key(line, f, i)
             if k is not None and k in held:
                 dropped += 1
             else:
                 keep.append(line)
-        kept = sum(1 for i, line in enumerate(keep, start=1) if line.strip() and not line.strip().startswith("#"))
+                kept += k is not None
         report["records_left_out"] += dropped
         report["records_kept"] += kept
         if dropped:

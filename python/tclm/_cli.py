@@ -19,7 +19,7 @@ except ImportError:  # not POSIX: no lock
     fcntl = None
 
 
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
     """Every tclm command's --help: the description as written, and "(default: X)" after each option
     whose default is worth saying (not None, False or []) and whose help does not already say it."""
 
@@ -29,9 +29,6 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
                 or "(default" in (action.help or "")):
             return action.help
         return super()._get_help_string(action)
-
-    def _fill_text(self, text, width, indent):
-        return "".join(indent + line for line in text.splitlines(keepends=True))
 
 
 def finite_float(text: str) -> float:
