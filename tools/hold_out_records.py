@@ -8,8 +8,14 @@ This writes OUT, a tree shaped like --records in which every task (workload key)
 any --hold-out path is left out, everywhere:
 
     tools/hold_out_records.py --records ../shared/data/tvm_ansor_bench \\
-        --hold-out ../shared/data/tvm_ansor_bench/original-results-01/resnet_18 -o out/cpu24-minus-resnet18
-    build/tclm transfer -d cpu24=out/cpu24-minus-resnet18 ...
+        --hold-out ../shared/data/tvm_ansor_bench/original-results-01/resnet_18 \\
+        --hold-out out/collect-ansor -o out/cpu24-held-out
+    build/tclm transfer -d cpu24=out/cpu24-held-out ...
+
+A --hold-out path is a record file or tree, or a collection of `tclm collect --scheduler ansor` (its
+directory or its collect.json): the tasks of the networks it was told to exclude
+(--exclude-networks, extracted for the collection's own target) are held out. The networks a
+benchmark tunes are the ones its collection excludes, so one view serves all of them.
 
 A file none of whose records is held out becomes a symbolic link to the original (no copy); a file
 all of whose records are held out is left out; a file with both is written filtered (gzip when the
@@ -25,6 +31,24 @@ import gzip
 import json
 import os
 import sys
+
+
+def collection_keys(path):
+    """The workload keys of the excluded networks of a `tclm collect` collection (its directory or its
+    collect.json), or None when `path` is no collection."""
+    report = os.path.join(path, "collect.json") if os.path.isdir(path) else path
+    if os.path.basename(report) != "collect.json" or not os.path.isfile(report):
+        return None
+    with open(report, encoding="utf-8") as f:
+        try:
+            info = json.load(f)
+        except ValueError as e:
+            sys.exit(f"{report}: not JSON ({e})")
+    per_net = (info.get("task_extraction") or {}).get("excluded_workload_keys")
+    if per_net is None:
+        sys.exit(f"{report}: lists no excluded network's workload keys (a collection made before they were "
+                 f"recorded: rerun its tclm collect command, which keeps what was measured)")
+    return {n: list(keys) for n, keys in per_net.items()}
 
 
 def record_files(root):
@@ -59,14 +83,22 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--records", required=True, help="record tree (or file) to filter")
     p.add_argument("--hold-out", action="append", required=True, metavar="PATH",
-                   help="records whose workload keys are held out (repeatable): the network's directory in the "
-                        "public set, a tuning log of the network, ...")
+                   help="what to hold out (repeatable): records whose workload keys are held out (the network's "
+                        "directory in the public set, a tuning log of the network, ...), or a tclm collect "
+                        "collection (directory or collect.json): the tasks of the networks it excluded")
     p.add_argument("-o", "--out", required=True, help="output directory (must not exist)")
     a = p.parse_args(argv)
     if os.path.lexists(a.out):
         p.error(f"--out {a.out} exists; give a new directory")
     held = set()
     for h in a.hold_out:
+        nets = collection_keys(h)
+        if nets is not None:
+            if not any(nets.values()):
+                p.error(f"--hold-out {h}: the collection excluded no network (tclm collect --exclude-networks)")
+            for keys in nets.values():
+                held.update(keys)
+            continue
         files = record_files(h)
         if not files:
             p.error(f"--hold-out {h}: no record files (.json, .log, plain or .gz)")

@@ -169,9 +169,10 @@ def network_tasks(net, target, hardware_params) -> List[Tuple[object, int]]:
 def gather_tasks(nets, excluded_nets, target, hardware_params) -> Tuple[List[dict], dict]:
     """The tasks of `nets` deduplicated by workload key (in order of first appearance) without those
     that occur in `excluded_nets`. Returns (tasks, stats); a task is a dict: task, workload_key, desc,
-    occurrences ({network: weight}). stats: tasks per network, found, excluded, kept."""
+    occurrences ({network: weight}). stats: tasks per network, found, excluded, kept, and the workload
+    keys of every excluded network (what tools/hold_out_records.py holds out of other records)."""
     tasks: Dict[str, dict] = {}
-    stats = {"tasks_per_network": {}, "excluded_tasks_per_network": {}}
+    stats = {"tasks_per_network": {}, "excluded_tasks_per_network": {}, "excluded_workload_keys": {}}
     for net in nets:
         found = network_tasks(net, target, hardware_params)
         stats["tasks_per_network"][net.name] = len(found)
@@ -183,6 +184,7 @@ def gather_tasks(nets, excluded_nets, target, hardware_params) -> Tuple[List[dic
     for net in excluded_nets:
         found = network_tasks(net, target, hardware_params)
         stats["excluded_tasks_per_network"][net.name] = len(found)
+        stats["excluded_workload_keys"][net.name] = [t.workload_key for t, _ in found]
         excluded_keys.update(t.workload_key for t, _ in found)
     kept = [t for k, t in tasks.items() if k not in excluded_keys]
     stats.update({"found": len(tasks), "excluded": len(tasks) - len(kept), "kept": len(kept)})

@@ -102,6 +102,19 @@ def test_exclude_networks_leaves_no_tasks(tmp_path):
     assert not (tmp_path / "x" / "collect.json").exists()
 
 
+def test_the_excluded_networks_workload_keys_are_recorded(collected):
+    # What tools/hold_out_records.py holds out of other records: every task of every excluded network,
+    # as extracted for the collection's target (here tiny against itself: its 3 tasks, all dropped).
+    target = tvm.target.Target(json.loads((collected / "provenance.json").read_text())["target"])
+    hw = auto_scheduler.HardwareParams(num_cores=2, target=target)
+    nets = _collect_ansor.load_networks(["tiny"], [], [])
+    kept, stats = _collect_ansor.gather_tasks(nets, nets, target, hw)
+    assert kept == [] and stats["excluded"] == 3
+    keys = stats["excluded_workload_keys"]["tiny"]
+    assert sorted(keys) == sorted(t["workload_key"] for t in _report(collected)["tasks"])
+    assert "excluded_workload_keys" in _report(collected)["task_extraction"]  # written by every collection
+
+
 def test_remeasure_reads_the_records_and_reports_the_noise(collected, capsys):
     out = collected
     lines = {f.name: f.read_text() for f in (out / "records").iterdir()}

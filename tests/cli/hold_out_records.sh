@@ -55,4 +55,19 @@ python3 "$tool" --records "$T/tree" --hold-out "$T/bad.json" -o "$T/view2" 2> "$
   fail "a malformed line was not refused"
 grep -q "bad.json:1:" "$T/bad.err" || fail "the error does not name file and line: $(cat "$T/bad.err")"
 [ ! -e "$T/view2" ] || fail "a refused run left an output"
+# A tclm collect collection as --hold-out: the workload keys of the networks it excluded (collect.json)
+# are held out, the same view as the records of those tasks give; a collection made before the keys
+# were recorded is refused with what to do.
+key() { zcat "$1" | head -1 | python3 -c 'import json, sys; print(json.dumps(json.loads(sys.stdin.readline())["i"][0][0]))'; }
+mkdir -p "$T/collection/records"
+printf '{"scheduler": "ansor", "task_extraction": {"excluded_workload_keys": {"net-x": [%s], "net-y": [%s]}}}\n' \
+  "$(key "${files[1]}")" "$(key "${files[2]}")" > "$T/collection/collect.json"
+python3 "$tool" --records "$T/tree" --hold-out "$T/collection" -o "$T/view3" > "$T/out3.txt" ||
+  fail "the tool failed on a collection: $(cat "$T/out3.txt")"
+grep -q "2 workload keys held out" "$T/out3.txt" || fail "expected the collection's 2 keys: $(cat "$T/out3.txt")"
+grep -q "$n_held records left out (3 files whole, 1 filtered)" "$T/out3.txt" || fail "$(cat "$T/out3.txt")"
+echo '{"scheduler": "ansor", "task_extraction": {"kept": 3}}' > "$T/collection/collect.json"
+python3 "$tool" --records "$T/tree" --hold-out "$T/collection/collect.json" -o "$T/view4" 2> "$T/old.err" &&
+  fail "a collection without excluded keys was not refused"
+grep -q "collect.json: lists no excluded network's workload keys" "$T/old.err" || fail "$(cat "$T/old.err")"
 echo "hold_out_records: $want of $n_all records kept, $n_held held out"
