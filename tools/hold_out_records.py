@@ -38,16 +38,26 @@ def collection_keys(path):
     collect.json), or None when `path` is no collection."""
     report = os.path.join(path, "collect.json") if os.path.isdir(path) else path
     if os.path.basename(report) != "collect.json" or not os.path.isfile(report):
+        parent = os.path.dirname(os.path.abspath(path.rstrip("/")))
+        if os.path.isfile(os.path.join(parent, "collect.json")):
+            sys.exit(f"--hold-out {path}: the records of a tclm collect collection are the tasks it kept; give the "
+                     f"collection ({parent}) to hold out the networks it excluded")
         return None
     with open(report, encoding="utf-8") as f:
         try:
             info = json.load(f)
         except ValueError as e:
             sys.exit(f"{report}: not JSON ({e})")
+    if not isinstance(info, dict) or info.get("scheduler") != "ansor":
+        sys.exit(f"{report}: not a collection of tclm collect --scheduler ansor (a MetaSchedule collection has no "
+                 f"excluded networks' keys)")
     per_net = (info.get("task_extraction") or {}).get("excluded_workload_keys")
     if per_net is None:
         sys.exit(f"{report}: lists no excluded network's workload keys (a collection made before they were "
-                 f"recorded: rerun its tclm collect command, which keeps what was measured)")
+                 f"recorded: rerun its tclm collect command, which keeps what was measured, or give the excluded "
+                 f"networks' records as --hold-out)")
+    if not isinstance(per_net, dict) or not all(isinstance(k, list) for k in per_net.values()):
+        sys.exit(f"{report}: task_extraction.excluded_workload_keys is not a map of network -> list of keys")
     return {n: list(keys) for n, keys in per_net.items()}
 
 

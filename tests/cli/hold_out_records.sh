@@ -60,12 +60,24 @@ grep -q "bad.json:1:" "$T/bad.err" || fail "the error does not name file and lin
 # were recorded is refused with what to do.
 key() { zcat "$1" | head -1 | python3 -c 'import json, sys; print(json.dumps(json.loads(sys.stdin.readline())["i"][0][0]))'; }
 mkdir -p "$T/collection/records"
+cp "${files[0]}" "$T/collection/records/"   # the collection's own (kept) tasks: not held out
 printf '{"scheduler": "ansor", "task_extraction": {"excluded_workload_keys": {"net-x": [%s], "net-y": [%s]}}}\n' \
   "$(key "${files[1]}")" "$(key "${files[2]}")" > "$T/collection/collect.json"
 python3 "$tool" --records "$T/tree" --hold-out "$T/collection" -o "$T/view3" > "$T/out3.txt" ||
   fail "the tool failed on a collection: $(cat "$T/out3.txt")"
 grep -q "2 workload keys held out" "$T/out3.txt" || fail "expected the collection's 2 keys: $(cat "$T/out3.txt")"
 grep -q "$n_held records left out (3 files whole, 1 filtered)" "$T/out3.txt" || fail "$(cat "$T/out3.txt")"
+python3 "$tool" --records "$T/tree" --hold-out "$T/collection/records" -o "$T/view5" 2> "$T/rec.err" &&
+  fail "a collection's records/ was taken as the held-out networks"
+grep -q "give the collection" "$T/rec.err" || fail "$(cat "$T/rec.err")"
+echo '{"scheduler": "ansor", "task_extraction": {"excluded_workload_keys": {}}}' > "$T/collection/collect.json"
+python3 "$tool" --records "$T/tree" --hold-out "$T/collection" -o "$T/view6" 2> "$T/none.err" &&
+  fail "a collection that excluded no network was not refused"
+grep -q "excluded no network" "$T/none.err" || fail "$(cat "$T/none.err")"
+echo '[{"workload": "x"}]' > "$T/collection/collect.json"
+python3 "$tool" --records "$T/tree" --hold-out "$T/collection" -o "$T/view7" 2> "$T/ms.err" &&
+  fail "a MetaSchedule collection was not refused"
+grep -q "collect.json: not a collection of tclm collect --scheduler ansor" "$T/ms.err" || fail "$(cat "$T/ms.err")"
 echo '{"scheduler": "ansor", "task_extraction": {"kept": 3}}' > "$T/collection/collect.json"
 python3 "$tool" --records "$T/tree" --hold-out "$T/collection/collect.json" -o "$T/view4" 2> "$T/old.err" &&
   fail "a collection without excluded keys was not refused"
