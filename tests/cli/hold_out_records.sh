@@ -47,17 +47,22 @@ PY
 after=$(cd "$T/tree" && find . -type f -exec md5sum {} + | sort)
 [ "$before" = "$after" ] || fail "the input tree changed"
 
+# refused WHAT MESSAGE HOLD_OUT: the tool, holding out HOLD_OUT, must fail with MESSAGE and leave no output.
+refused() {
+  local what=$1 msg=$2 out="$T/refused"
+  python3 "$tool" --records "$T/tree" --hold-out "$3" -o "$out" 2> "$T/err" && fail "$what was not refused"
+  grep -q -- "$msg" "$T/err" || fail "$what: no message '$msg': $(cat "$T/err")"
+  [ ! -e "$out" ] || fail "$what: a refused run left an output"
+}
 python3 "$tool" --records "$T/tree" --hold-out "$T/network" -o "$T/view" 2> "$T/again.err" &&
   fail "an existing --out was not refused"
 grep -q "exists" "$T/again.err" || fail "no message naming the existing output: $(cat "$T/again.err")"
 echo '{"i": [["k"' > "$T/bad.json"
-python3 "$tool" --records "$T/tree" --hold-out "$T/bad.json" -o "$T/view2" 2> "$T/bad.err" &&
-  fail "a malformed line was not refused"
-grep -q "bad.json:1:" "$T/bad.err" || fail "the error does not name file and line: $(cat "$T/bad.err")"
-[ ! -e "$T/view2" ] || fail "a refused run left an output"
+refused "a malformed line" "bad.json:1:" "$T/bad.json"
 # A tclm collect collection as --hold-out: the workload keys of the networks it excluded (collect.json)
-# are held out, the same view as the records of those tasks give; a collection made before the keys
-# were recorded is refused with what to do.
+# are held out, the same view as the records of those tasks give; its records/ (the tasks it kept), a
+# collection that excluded nothing, a MetaSchedule one and one made before the keys were recorded are
+# refused with what to do.
 key() { zcat "$1" | head -1 | python3 -c 'import json, sys; print(json.dumps(json.loads(sys.stdin.readline())["i"][0][0]))'; }
 mkdir -p "$T/collection/records"
 cp "${files[0]}" "$T/collection/records/"   # the collection's own (kept) tasks: not held out
@@ -67,19 +72,12 @@ python3 "$tool" --records "$T/tree" --hold-out "$T/collection" -o "$T/view3" > "
   fail "the tool failed on a collection: $(cat "$T/out3.txt")"
 grep -q "2 workload keys held out" "$T/out3.txt" || fail "expected the collection's 2 keys: $(cat "$T/out3.txt")"
 grep -q "$n_held records left out (3 files whole, 1 filtered)" "$T/out3.txt" || fail "$(cat "$T/out3.txt")"
-python3 "$tool" --records "$T/tree" --hold-out "$T/collection/records" -o "$T/view5" 2> "$T/rec.err" &&
-  fail "a collection's records/ was taken as the held-out networks"
-grep -q "give the collection" "$T/rec.err" || fail "$(cat "$T/rec.err")"
+refused "a collection's records/" "give the collection" "$T/collection/records"
 echo '{"scheduler": "ansor", "task_extraction": {"excluded_workload_keys": {}}}' > "$T/collection/collect.json"
-python3 "$tool" --records "$T/tree" --hold-out "$T/collection" -o "$T/view6" 2> "$T/none.err" &&
-  fail "a collection that excluded no network was not refused"
-grep -q "excluded no network" "$T/none.err" || fail "$(cat "$T/none.err")"
+refused "a collection that excluded no network" "excluded no network" "$T/collection"
 echo '[{"workload": "x"}]' > "$T/collection/collect.json"
-python3 "$tool" --records "$T/tree" --hold-out "$T/collection" -o "$T/view7" 2> "$T/ms.err" &&
-  fail "a MetaSchedule collection was not refused"
-grep -q "collect.json: not a collection of tclm collect --scheduler ansor" "$T/ms.err" || fail "$(cat "$T/ms.err")"
+refused "a MetaSchedule collection" "collect.json: not a collection of tclm collect --scheduler ansor" "$T/collection"
 echo '{"scheduler": "ansor", "task_extraction": {"kept": 3}}' > "$T/collection/collect.json"
-python3 "$tool" --records "$T/tree" --hold-out "$T/collection/collect.json" -o "$T/view4" 2> "$T/old.err" &&
-  fail "a collection without excluded keys was not refused"
-grep -q "collect.json: lists no excluded network's workload keys" "$T/old.err" || fail "$(cat "$T/old.err")"
+refused "a collection without excluded keys" "collect.json: lists no excluded network's workload keys" \
+  "$T/collection/collect.json"
 echo "hold_out_records: $want of $n_all records kept, $n_held held out"
