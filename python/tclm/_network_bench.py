@@ -75,7 +75,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--resume-after-crash", type=int, default=3,
                    help="resume a run this many times when its process crashes (an abort or a segmentation fault "
                         "inside TVM); 0: stop the benchmark at the first crash")
-
     return p
 
 
