@@ -18,11 +18,11 @@
 
 namespace tclm::cli {
 
-void add_select_option(CLI::App* cmd, SelectRule* select) {
+void add_select_option(CLI::App* cmd, SelectRule* select, const std::string& stopping) {
   add_enum_option(cmd, "--select", select, selection_rules(), parse_select_rule,
-                  "Which validation figure picks the kept epoch (and stops training after --patience epochs without "
-                  "a better one): pairwise (pairwise accuracy within tasks, ties by top-1), top1 / top5 (top-k task "
-                  "mean, ties by pairwise), last (no early stopping). docs/design.md, 'Model selection'");
+                  "Which validation figure picks the kept epoch (" + stopping +
+                      "): pairwise (pairwise accuracy within tasks, ties by top-1), top1 / top5 (top-k task mean, ties "
+                      "by pairwise), last (no early stopping). docs/design.md, 'Model selection'");
 }
 
 int model_max_steps(const std::string& metadata_json, int fallback) {

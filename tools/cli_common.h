@@ -44,7 +44,9 @@ CLI::Option* add_enum_option(CLI::App* cmd, const std::string& flags, E* target,
 }
 
 /// --select: which validation figure picks the kept epoch (TrainOptions::select, tclm/selection.h).
-void add_select_option(CLI::App* cmd, SelectRule* select);
+/// --select; `stopping` says when training stops for want of a better epoch.
+void add_select_option(CLI::App* cmd, SelectRule* select,
+                       const std::string& stopping = "and stops training after --patience epochs without a better one");
 
 /// "note: N record files or directories left out ..." and one line each on stderr; nothing when none.
 void note_left_out(const std::vector<std::string>& left_out);

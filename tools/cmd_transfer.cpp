@@ -100,7 +100,8 @@ Command add_transfer_command(CLI::App& app) {
                   "At least this many optimizer steps per model and CKD phase (small budgets get more epochs)")
       ->check(CLI::Range(0, 100000000));
   cmd->add_option("--threads", o->train.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
-  add_select_option(cmd, &o->train.select);  // the baselines' and the CKD phases' model selection
+  add_select_option(cmd, &o->train.select,  // the baselines' and the CKD phases' model selection
+                    "the baselines stop after 4 epochs without a better one; every CKD epoch runs");
   cmd->add_option("--dist-timeout", o->dist_timeout,
                   "Data-parallel study (N processes, started with WORLD_SIZE, RANK, MASTER_ADDR and MASTER_PORT set, "
                   "e.g. by scripts/dist-run.sh; docs/distributed.md): seconds a process waits for the others (to "
@@ -152,8 +153,11 @@ Command add_transfer_command(CLI::App& app) {
     write_file_atomic(o->out + "/transfer_options.txt", cmd->config_to_str(true, false));
     write_file_atomic(o->out + "/transfer.md", table);
     write_file_atomic(o->out + "/transfer.json", study::transfer_json(result, so).dump(1) + "\n");
-    plot_csv("transfer", o->out + "/phases.csv", o->out + "/transfer.png");
-    std::cout << table << "results: " << o->out << "/{transfer.md,transfer.json,phases.csv,transfer.png,transfer_options.txt,kb.tclm}\n";
+    const bool evaluated = !split.test.empty();
+    if (evaluated) plot_csv("transfer", o->out + "/phases.csv", o->out + "/transfer.png");
+    std::cout << table << "results: " << o->out << (evaluated ? "/{transfer.md,transfer.json,phases.csv,transfer.png,"
+                                                                "transfer_options.txt,kb.tclm}\n"
+                                                              : "/{transfer.md,transfer.json,transfer_options.txt,kb.tclm}\n");
     return 0;
   }};
 }

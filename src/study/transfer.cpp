@@ -104,8 +104,19 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
     }
     return r;
   };
+  // Without test tasks (--test-fraction 0: the knowledge base to deploy learns every task) there is
+  // nothing to evaluate, and the baselines exist only to be compared on test tasks.
+  const bool evaluated = !split.test.empty();
+  if (!evaluated) {
+    for (const auto& m : o.methods) {
+      if (!is_tcl(m)) {
+        throw Error("--methods " + m + ": --test-fraction 0 leaves no test tasks, so only the knowledge base (tcl, "
+                    "tcl-no-phi) can be learned; the baselines exist to be compared on test tasks");
+      }
+    }
+  }
   for (const auto& p : platforms) {
-    if (of(split.train, p).empty() || of(split.test, p).empty()) {
+    if (of(split.train, p).empty() || (evaluated && of(split.test, p).empty())) {
       throw Error("platform '" + p + "' has no training or no test tasks in this split; give more workloads for it or "
                   "change --test-fraction / --split-seed");
     }
@@ -119,12 +130,13 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
 
   TransferStudyResult result;
   std::optional<CsvJournal> phases_csv;
-  if (writer) {
+  if (writer && evaluated) {
     phases_csv.emplace(o.out + "/phases.csv", kPhasesCsvHeader, /*resume=*/false);
     phases_csv->keep({});
   }
   auto evaluate_all = [&](const std::string& method, int seed, int phase_index, const std::string& phase,
                           const ProgramScorer& scorer, const std::vector<std::string>& on) {
+    if (!evaluated) return;
     for (const auto& p : on) {
       const RankingReport r = evaluate_rankings(d, of(split.test, p), scorer).back();
       ResultRow row{{method, phase, p, seed},
@@ -268,6 +280,17 @@ std::string transfer_markdown(const TransferStudyResult& result, const TransferS
   const std::string& target = o.target;
   std::string joined;
   for (const auto& s : sources) joined += (joined.empty() ? "" : ",") + s;
+  const std::string kb_size =
+      result.kb_path.empty() ? std::string()
+                             : fmt::format("knowledge base: {} bytes ({} parameters), whatever the number of platforms\n",
+                                           std::filesystem::file_size(result.kb_path),
+                                           load_weights(result.kb_path).num_parameters());
+  if (t.rows().empty()) {
+    return fmt::format("target {} with {} of {} programs measured ({}), sources {}: no test tasks (--test-fraction 0), "
+                       "so nothing was evaluated; every platform's training and validation tasks were learned\n{}",
+                       target, result.target_measured, result.target_pool, sample_method_name(o.sampler), joined,
+                       kb_size);
+  }
   std::string table = fmt::format(
       "target {} with {} of {} programs measured ({}), sources {} (test tasks: held-out workloads)\n"
       "top-1 (pooled): over all test tasks of the platform together, the sum of each task's best latency over the "
@@ -335,11 +358,7 @@ std::string transfer_markdown(const TransferStudyResult& result, const TransferS
       break;
     }
   }
-  if (!result.kb_path.empty()) {
-    table += fmt::format("knowledge base: {} bytes ({} parameters), whatever the number of platforms\n",
-                         std::filesystem::file_size(result.kb_path), load_weights(result.kb_path).num_parameters());
-  }
-  return table;
+  return table + kb_size;
 }
 
 nlohmann::ordered_json transfer_json(const TransferStudyResult& result, const TransferStudyOptions& o) {

@@ -228,4 +228,28 @@ run(eval -m ${OUT}/transfer/kb.tclm -d v100=${DATA}/v100/pooling --test-fraction
 if(NOT last_out MATCHES "pairwise")
   message(FATAL_ERROR "eval of the knowledge base printed no report:\n${last_out}")
 endif()
+# --test-fraction 0: the knowledge base to deploy learns every task. The target's pool is then all of
+# the V100 slice's 6,000 programs (tclm info counts them; with --test-fraction 0.3 a third of its tasks
+# are held out); nothing is evaluated, so there is no phases.csv, and a baseline is refused.
+set(deploy_args -d k80=${DATA}/k80/pooling -d v100=${DATA}/v100/pooling --sources k80 --target v100 --budget 0.3
+    --epochs-cl 1 --epochs-kd 1 --min-steps 0 --test-fraction 0 --quiet)
+run(info -d v100=${DATA}/v100/pooling --json ${OUT}/v100-info.json)
+file(READ ${OUT}/v100-info.json v100_info)
+string(JSON v100_programs GET "${v100_info}" platforms 0 programs)
+run(transfer ${deploy_args} --methods tcl -o ${OUT}/transfer-deploy)
+file(READ ${OUT}/transfer-deploy/transfer.json deploy_json)
+string(JSON deploy_pool GET "${deploy_json}" target_pool)
+file(READ ${OUT}/transfer/transfer.json split_json)
+string(JSON split_pool GET "${split_json}" target_pool)
+file(READ ${OUT}/transfer-deploy/transfer.md deploy_md)
+if(NOT deploy_pool EQUAL v100_programs OR NOT split_pool LESS v100_programs OR EXISTS ${OUT}/transfer-deploy/phases.csv
+   OR NOT EXISTS ${OUT}/transfer-deploy/kb.tclm OR NOT deploy_md MATCHES "nothing was evaluated")
+  message(FATAL_ERROR "transfer --test-fraction 0: target pool ${deploy_pool} of ${v100_programs} programs (with test "
+          "tasks: ${split_pool}), or a phases.csv, or no kb.tclm:\n${deploy_md}")
+endif()
+execute_process(COMMAND ${TCLM} transfer ${deploy_args} --methods tcl,target-only -o ${OUT}/transfer-deploy-baseline
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT rc EQUAL 1 OR NOT err MATCHES "--methods target-only: --test-fraction 0 leaves no test tasks")
+  message(FATAL_ERROR "transfer --test-fraction 0 with a baseline: rc ${rc}:\n${err}")
+endif()
 message("sample ok: ${n_picked} picks, study rows: ${n_study}, curve rows: ${n_curve}, transfer rows: ${n_phases}")
