@@ -43,8 +43,8 @@ CLI::Option* add_enum_option(CLI::App* cmd, const std::string& flags, E* target,
       ->default_str(to_string(*target));
 }
 
-/// --select: which validation figure picks the kept epoch (TrainOptions::select, tclm/selection.h).
-/// --select; `stopping` says when training stops for want of a better epoch.
+/// --select: which validation figure picks the kept epoch (TrainOptions::select, tclm/selection.h);
+/// `stopping` says in the help when training stops for want of a better epoch.
 void add_select_option(CLI::App* cmd, SelectRule* select,
                        const std::string& stopping = "and stops training after --patience epochs without a better one");
 

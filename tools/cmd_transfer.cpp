@@ -101,7 +101,8 @@ Command add_transfer_command(CLI::App& app) {
       ->check(CLI::Range(0, 100000000));
   cmd->add_option("--threads", o->train.threads, "Threads (0 = all cores)")->check(CLI::Range(0, 4096));
   add_select_option(cmd, &o->train.select,  // the baselines' and the CKD phases' model selection
-                    "the baselines stop after 4 epochs without a better one; every CKD epoch runs");
+                    fmt::format("the baselines stop after {} epochs without a better one; every CKD epoch runs",
+                                o->train.patience));
   cmd->add_option("--dist-timeout", o->dist_timeout,
                   "Data-parallel study (N processes, started with WORLD_SIZE, RANK, MASTER_ADDR and MASTER_PORT set, "
                   "e.g. by scripts/dist-run.sh; docs/distributed.md): seconds a process waits for the others (to "
