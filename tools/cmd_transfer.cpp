@@ -154,7 +154,7 @@ Command add_transfer_command(CLI::App& app) {
     write_file_atomic(o->out + "/transfer_options.txt", cmd->config_to_str(true, false));
     write_file_atomic(o->out + "/transfer.md", table);
     write_file_atomic(o->out + "/transfer.json", study::transfer_json(result, so).dump(1) + "\n");
-    const bool evaluated = !split.test.empty();
+    const bool evaluated = result.evaluated;
     if (evaluated) plot_csv("transfer", o->out + "/phases.csv", o->out + "/transfer.png");
     std::cout << table << "results: " << o->out << (evaluated ? "/{transfer.md,transfer.json,phases.csv,transfer.png,"
                                                                 "transfer_options.txt,kb.tclm}\n"

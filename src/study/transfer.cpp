@@ -129,6 +129,7 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
   };
 
   TransferStudyResult result;
+  result.evaluated = evaluated;
   std::optional<CsvJournal> phases_csv;
   if (writer && evaluated) {
     phases_csv.emplace(o.out + "/phases.csv", kPhasesCsvHeader, /*resume=*/false);
@@ -285,7 +286,7 @@ std::string transfer_markdown(const TransferStudyResult& result, const TransferS
                              : fmt::format("knowledge base: {} bytes ({} parameters), whatever the number of platforms\n",
                                            std::filesystem::file_size(result.kb_path),
                                            load_weights(result.kb_path).num_parameters());
-  if (t.rows().empty()) {
+  if (!result.evaluated) {
     return fmt::format("target {} with {} of {} programs measured ({}), sources {}: no test tasks (--test-fraction 0), "
                        "so nothing was evaluated; every platform's training and validation tasks were learned\n{}",
                        target, result.target_measured, result.target_pool, sample_method_name(o.sampler), joined,

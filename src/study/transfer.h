@@ -56,11 +56,13 @@ struct TransferStudyResult {
   nlohmann::ordered_json ckd_phases = nlohmann::ordered_json::array();  // {"method", "seed", "phase": CkdPhaseLog} per CKD phase
   size_t target_measured = 0, target_pool = 0;         // the budget's programs (of the last seed), of so many
   std::string kb_path;                                 // kb.tclm when written, else ""
+  bool evaluated = true;  // false without test tasks (--test-fraction 0): no table, no phases.csv
 };
 
 /// Runs the study on `data` (the platforms of sources and target; moved in, as --source-fraction
 /// subsets it) with `split`. Throws tclm::Error on an unknown method or platform, a target among the
-/// sources, or a platform without training or test tasks.
+/// sources, a platform without training tasks, a platform without test tasks when the split has
+/// some, or a baseline method when it has none (then only the knowledge base is learned).
 TransferStudyResult run_transfer_study(Dataset data, const Split& split, const TransferStudyOptions& options);
 
 /// transfer.md: every method's target top-1 / task mean / top-5 and the sources' top-1 after their own
