@@ -21,8 +21,11 @@ trained on public records only), ``xgb`` (Ansor's XGBModel as its task scheduler
 Outputs: curves.csv (every run's curve: one row per measurement round with trials, wall seconds and
 Ansor's estimated network latency), summary.csv and summary.md (per network and model: final
 estimated latency, measured end-to-end latency, trials and wall time to reach xgb's and xgb-pre's final
-estimated latency and the speed-up against them), curves.png (estimated latency against trials and
-against wall time, median over seeds; needs matplotlib).
+estimated latency and the speed-up against them), time.csv and summary.md's second table (per run:
+where its tuning time went, from its tune.json: building and running candidates, search, cost-model
+updates (tclm's fine-tuning, XGBModel's training), prediction; and how many of its processes died
+inside TVM), curves.png (estimated latency against trials and against wall time, median over seeds;
+needs matplotlib).
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ SUMMARY_FIELDS = ["network", "model", "seeds", "trials", "final_estimated_ms", "
                   "trials_to_xgb", "x_trials_vs_xgb", "seconds_to_xgb", "x_time_vs_xgb",
                   "trials_to_xgb_pre", "x_trials_vs_xgb_pre", "seconds_to_xgb_pre", "x_time_vs_xgb_pre",
                   "wall_seconds"]
+#: time.csv: per run, seconds from its tune.json "time" (summed over the run's processes) and its "runs".
+TIME_FIELDS = ["network", "model", "seed", "trials", "tune_seconds", "measure_build_seconds", "measure_run_seconds",
+               "search_seconds", "model_update_seconds", "model_predict_seconds", "processes", "died"]
 
 
 def _say(msg: str) -> None:
@@ -72,9 +78,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--public-model", help="model of 'tclm-public', e.g. trained on public records only")
     p.add_argument("--pretrain-records", help="xgb-pre: Ansor record file or directory to pre-train XGBModel on")
     p.add_argument("--out", default="out/tune-bench-network", help="output directory (default out/tune-bench-network)")
-    p.add_argument("--resume-after-crash", type=int, default=3,
+    p.add_argument("--resume-after-crash", type=int, default=10,
                    help="resume a run this many times when its process crashes (an abort or a segmentation fault "
-                        "inside TVM); 0: stop the benchmark at the first crash")
+                        "inside TVM: XGBModel's runs on TVM 0.19 died up to 4 times in 340 trials); 0: stop the "
+                        "benchmark at the first crash")
     return p
 
 
@@ -219,6 +226,35 @@ def summarize(runs: Dict[Tuple[str, str, int], str], models: List[str]) -> List[
                     row[f"x_{'trials' if axis == 0 else 'time'}_vs_{key}"] = _fmt(ratio if ratio else None, ".2f")
             out.append(row)
     return out
+
+
+def time_rows(runs: Dict[Tuple[str, str, int], str]) -> List[dict]:
+    """Per run (TIME_FIELDS): where its tuning time went. A run's process that died inside TVM counts
+    up to its last finished round ("ended": "died" in tune.json)."""
+    rows = []
+    for (net, m, seed), d in sorted(runs.items()):
+        s = read_json(os.path.join(d, "tune.json")) or {}
+        t, parts = s.get("time") or {}, s.get("runs") or []
+        if not t:
+            continue
+        rows.append({"network": net, "model": m, "seed": seed, "trials": s.get("trials", ""),
+                     **{k: f"{t.get(k, 0.0):.0f}" for k in TIME_FIELDS[4:10]},
+                     "processes": len(parts), "died": sum(1 for r in parts if r.get("ended") == "died")})
+    return rows
+
+
+def time_markdown(rows: List[dict]) -> str:
+    cols = [("model", "model"), ("seed", "seed"), ("trials", "trials"), ("tune_seconds", "tuning s"),
+            ("measure_build_seconds", "build"), ("measure_run_seconds", "run"), ("search_seconds", "search"),
+            ("model_update_seconds", "model update"), ("model_predict_seconds", "prediction"),
+            ("died", "processes died in TVM")]
+    md = ""
+    for net in sorted({r["network"] for r in rows}):
+        md += (f"\n### {net}: where the tuning time went (seconds per run)\n\n| " + " | ".join(c[1] for c in cols)
+               + " |\n|" + "---|" * len(cols) + "\n")
+        for r in (r for r in rows if r["network"] == net):
+            md += "| " + " | ".join(str(r[k]) for k, _ in cols) + " |\n"
+    return md
 
 
 def markdown(summary: List[dict], header: str) -> str:
@@ -379,11 +415,13 @@ def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> in
               "estimated latency, median over seeds ('-': the median run never does); x vs X: that X run's own "
               "number divided by this run's, median over seeds (a run that never reaches it counts 0; > 1: fewer "
               "trials / less time than X).\n")
-    md = markdown(summary, header)
+    times = time_rows(runs)
+    write_csv_atomic(os.path.join(a.out, "time.csv"), TIME_FIELDS, times)
+    md = markdown(summary, header) + time_markdown(times)
     write_text_atomic(os.path.join(a.out, "summary.md"), md)
     plot(runs, models, os.path.join(a.out, "curves.png"))
     print(md)
-    _say(f"done in {time.time() - t0:.0f} s: {a.out}/summary.md, curves.csv, summary.csv, curves.png")
+    _say(f"done in {time.time() - t0:.0f} s: {a.out}/summary.md, curves.csv, summary.csv, time.csv, curves.png")
     return 0
 
 

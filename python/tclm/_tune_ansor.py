@@ -33,7 +33,9 @@ wall time split into measurement (build, run), cost-model updates/training, pred
 Resumable: rerunning the same command continues from tuning.json (the task scheduler restores every
 task's best latency and measured count, each search policy its measured states, the cost model is
 retrained on the log) up to --trials in all, and a compile + latency measurement of the same log is
-not redone. Wall time of a round interrupted by a crash is not counted in curve.csv.
+not redone. Wall time of a round interrupted by a crash is not counted in curve.csv. tune.json keeps
+one entry per run of the command ("runs", rewritten after every round: a run that died inside TVM
+keeps "ended": "died" and its time up to its last round) and their sum ("time").
 """
 
 from __future__ import annotations
@@ -540,9 +542,11 @@ def make_cost_model(a, out: str, tasks, per_round: int, resuming: bool, timers: 
     return timed_model(model, timers), info
 
 
-def tune(a, out: str, tasks, weights, target, summary: dict) -> dict:
-    """Runs (or continues) Ansor's task scheduler up to a.trials measurements in all. Returns this
-    run's entry for summary["runs"]."""
+def tune(a, out: str, tasks, weights, target, summary: dict) -> None:
+    """Runs (or continues) Ansor's task scheduler up to a.trials measurements in all. This run's entry
+    in summary["runs"] (tune.json) is rewritten after every round, so that the time of a run that
+    dies inside TVM is still counted: such an entry keeps "ended": "died" and its figures up to its
+    last round."""
     import random as pyrandom
 
     import numpy as np
@@ -556,7 +560,7 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> dict:
     curve = read_curve(curve_path)
     if done >= a.trials:
         _say(f"tuning: {done} trials in {log} already (--trials {a.trials}): nothing to tune")
-        return {}
+        return
     resuming = done > 0
     if not resuming:
         curve = []
@@ -580,6 +584,25 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> dict:
                                             verbose=0, init_search_callbacks=preload) for t in tasks]
     remaining = a.trials - done
     t_start = time.time()
+    entry = len(summary["runs"])
+
+    def record(ended: str) -> dict:
+        """This run's figures so far as its entry in tune.json (written atomically)."""
+        seconds = time.time() - t_start
+        s = timers.seconds
+        run = {"started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t_start)), "ended": ended,
+               "trials_before": done, "trials_after": log_trials(log, tasks), "per_round": per_round,
+               "tune_seconds": seconds, "measure_build_seconds": s["build"], "measure_run_seconds": s["run"],
+               "model_update_seconds": s["model_update"], "model_predict_seconds": s["model_predict"],
+               "search_seconds": max(0.0, seconds - s["build"] - s["run"] - s["model_update"] - s["model_predict"]),
+               **model_info}
+        if hasattr(cost_model, "stats"):
+            st = cost_model.stats()
+            run.update(tclm_trainings=st["trainings"], tclm_train_seconds=st["train_seconds"],
+                       tclm_predicted=st["predicted"], tclm_unreadable=st["unreadable"], tclm_final_model=st["model"])
+        summary["runs"][entry:] = [run]
+        write_json_atomic(os.path.join(out, SUMMARY), summary)
+        return run
 
     devices_left = [True]
 
@@ -616,6 +639,7 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> dict:
                  + (f"{est:.3f} ms" if est is not None else f"- ({have}/{len(costs)} tasks measured)")
                  + (f" ({given_up} tasks given up: no candidate built and ran)" if given_up else "")
                  + f"  task {task_id}  {float(row['wall_seconds']):.0f} s")
+            record("died")  # what stays in tune.json if the process dies before the next round
 
     scheduler = auto_scheduler.TaskScheduler(tasks, task_weights=[float(w) for w in weights],
                                              strategy=a.strategy, load_log_file=log if resuming else None,
@@ -652,28 +676,13 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> dict:
             interrupted = True
         except _DevicesGone:
             interrupted = "devices"
-    seconds = time.time() - t_start
-    s = timers.seconds
-    run = {"started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t_start)), "trials_before": done,
-           "trials_after": log_trials(log, tasks), "per_round": per_round, "tune_seconds": seconds,
-           "measure_build_seconds": s["build"], "measure_run_seconds": s["run"],
-           "model_update_seconds": s["model_update"], "model_predict_seconds": s["model_predict"],
-           "search_seconds": max(0.0, seconds - s["build"] - s["run"] - s["model_update"] - s["model_predict"]),
-           **model_info}
-    if hasattr(cost_model, "stats"):
-        st = cost_model.stats()
-        run.update(tclm_trainings=st["trainings"], tclm_train_seconds=st["train_seconds"],
-                   tclm_predicted=st["predicted"], tclm_unreadable=st["unreadable"], tclm_final_model=st["model"])
+    run = record("interrupted" if interrupted else "finished")
     if interrupted:
-        run["interrupted"] = True
-        summary["runs"].append(run)
-        write_json_atomic(os.path.join(out, SUMMARY), summary)
         if interrupted == "devices":
             raise SystemExit(f"tclm tune: error: no device is left under {a.remote.describe()}: stopped after "
                              f"{run['trials_after']} trials; rerun the same command once devices are registered again")
         _say(f"interrupted after {run['trials_after']} trials; rerun the same command to continue")
         raise KeyboardInterrupt
-    return run
 
 
 def compile_network(net, target, log: Optional[str]):
@@ -910,9 +919,7 @@ def _run(p: argparse.ArgumentParser, a, out: str) -> int:
     summary.setdefault("runs", [])
     write_json_atomic(summary_path, summary)
 
-    run = tune(a, out, tasks, weights, target, summary)
-    if run:
-        summary["runs"].append(run)
+    tune(a, out, tasks, weights, target, summary)
     runs = summary["runs"]
     summary["trials"] = log_trials(os.path.join(out, LOG), tasks)
     curve = read_curve(os.path.join(out, CURVE))

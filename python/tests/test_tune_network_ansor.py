@@ -62,7 +62,7 @@ def test_tune_tiny_network_end_to_end_and_resume(model, tmp_path):
     assert s1["trials_before"] == 0 and s2["trials_before"] == len(first) and s2["trials_after"] == len(records)
     for s in (s1, s2):
         assert s["measure_build_seconds"] > 0 and s["measure_run_seconds"] > 0 and s["tune_seconds"] > 0
-        assert s["tclm_unreadable"] == 0
+        assert s["tclm_unreadable"] == 0 and s["ended"] == "finished"
     # Fine-tuned online (every 3 new measurements), the second run from the first one's last model.
     assert s1["tclm_trainings"] >= 1 and s2["start_model"].endswith(f"model-{s1['tclm_trainings']}/best.tclm")
     # The log's best per task gives the final estimate. (Some candidates of tiny's dense task fail to
@@ -176,6 +176,13 @@ def test_tune_bench_network_two_models(tmp_path, capsys):
         assert float(summary["xgb"]["final_estimated_ms"]) > 0
     md = (out / "summary.md").read_text()
     assert "| xgb |" in md and "| random |" in md and "TVM " + tvm.__version__ in md and "tiny (3 tasks)" in md
+    # Where each run's time went: its tune.json's figures, one row per run, none of them died.
+    times = {r["model"]: r for r in read_csv(out / "time.csv")}
+    assert set(times) == {"xgb", "random"} and "where the tuning time went" in md
+    for m, r in times.items():
+        t = json.loads((out / "runs" / f"tiny-{m}-s0" / "tune.json").read_text())["time"]
+        assert int(r["tune_seconds"]) == round(t["tune_seconds"]) > 0 and float(r["measure_build_seconds"]) > 0
+        assert r["processes"] == "1" and r["died"] == "0" and int(r["trials"]) >= 9
     try:
         import matplotlib  # noqa: F401
         assert (out / "curves.png").stat().st_size > 0
@@ -199,7 +206,7 @@ def test_tune_bench_network_seeds_per_model(tmp_path, monkeypatch, capsys):
     calls = []
 
     def fake_tune(args, resumes, name):
-        assert args[:2] == ["--scheduler", "ansor"] and resumes == 3
+        assert args[:2] == ["--scheduler", "ansor"] and resumes == 10  # the default --resume-after-crash
         calls.append((args[args.index("--cost-model") + 1], int(args[args.index("--seed") + 1])))
         return 0
 
@@ -231,6 +238,51 @@ def test_a_run_that_aborts_is_resumed_and_one_that_keeps_aborting_stops(tmp_path
     count.unlink()
     assert _network_bench.run_tune([str(count), "-1"], 3, "r", command=child) == 1
     assert count.read_text() == "1"
+
+
+def test_a_run_killed_inside_tvm_keeps_its_time_in_tune_json(tmp_path):
+    # `tclm tune` as its own process, killed (SIGKILL: nothing of it runs after) once it has finished
+    # two rounds: tune.json must still hold that run with its trials and time up to its last round,
+    # and the rerun that finishes the log adds its own entry; "time" is the sum of both.
+    import os
+    import subprocess
+    import time
+
+    out = tmp_path / "tune"
+    cmd = [sys.executable, "-m", "tclm.tune", "--scheduler", "ansor", "--network", "tiny", "--cost-model", "random",
+           "--per-round", "3", "--trials", "30", "--no-compile", "--out", str(out)] + FAST
+    def trials_in_tune_json():
+        try:
+            runs = json.loads((out / "tune.json").read_text()).get("runs") or [{}]
+        except (OSError, ValueError):  # not written yet (it is replaced atomically, never half-written)
+            return 0
+        return runs[-1].get("trials_after", 0)
+
+    child = subprocess.Popen(cmd, env={**os.environ, "TVM_NUM_THREADS": "2"})
+    try:
+        deadline = time.time() + 600
+        while trials_in_tune_json() < 6:
+            assert child.poll() is None and time.time() < deadline, "tclm tune ended before its second round"
+            time.sleep(0.05)
+        child.kill()
+    finally:
+        child.wait()
+    (died,) = json.loads((out / "tune.json").read_text())["runs"]
+    curve = read_csv(out / "curve.csv")
+    records = list(auto_scheduler.load_records(str(out / "tuning.json")))
+    # The entry of the last round finished before the kill (the second, or a later one).
+    assert died["ended"] == "died" and died["trials_before"] == 0
+    assert 6 <= died["trials_after"] <= len(records) and died["trials_after"] in [int(r["trials"]) for r in curve]
+    assert died["measure_build_seconds"] > 0 and died["measure_run_seconds"] > 0
+    assert died["tune_seconds"] >= died["measure_build_seconds"] + died["measure_run_seconds"]
+
+    assert subprocess.run(cmd, env={**os.environ, "TVM_NUM_THREADS": "2"}).returncode == 0
+    summary = json.loads((out / "tune.json").read_text())
+    first, second = summary["runs"]
+    assert first == died and second["ended"] == "finished" and second["trials_after"] == summary["trials"] >= 30
+    assert summary["time"]["tune_seconds"] == pytest.approx(first["tune_seconds"] + second["tune_seconds"])
+    assert summary["time"]["measure_build_seconds"] == pytest.approx(
+        first["measure_build_seconds"] + second["measure_build_seconds"])
 
 
 def test_summary_pairs_each_run_with_the_xgb_run_of_its_seed(tmp_path):
