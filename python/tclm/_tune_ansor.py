@@ -34,8 +34,9 @@ Resumable: rerunning the same command continues from tuning.json (the task sched
 task's best latency and measured count, each search policy its measured states, the cost model is
 retrained on the log) up to --trials in all, and a compile + latency measurement of the same log is
 not redone. Wall time of a round interrupted by a crash is not counted in curve.csv. tune.json keeps
-one entry per run of the command ("runs", rewritten after every round: a run that died inside TVM
-keeps "ended": "died" and its time up to its last round) and their sum ("time").
+one entry per run of the command ("runs", written when it starts and rewritten after every round: a
+run that died inside TVM keeps "ended": "died" and its time up to its last round) and their sum
+("time").
 """
 
 from __future__ import annotations
@@ -544,9 +545,9 @@ def make_cost_model(a, out: str, tasks, per_round: int, resuming: bool, timers: 
 
 def tune(a, out: str, tasks, weights, target, summary: dict) -> None:
     """Runs (or continues) Ansor's task scheduler up to a.trials measurements in all. This run's entry
-    in summary["runs"] (tune.json) is rewritten after every round, so that the time of a run that
-    dies inside TVM is still counted: such an entry keeps "ended": "died" and its figures up to its
-    last round."""
+    in summary["runs"] (tune.json) is written when it starts and rewritten after every round, so that a
+    run that dies inside TVM is still counted, with its time: such an entry keeps "ended": "died" and
+    its figures up to its last round."""
     import random as pyrandom
 
     import numpy as np
@@ -586,12 +587,12 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> None:
     t_start = time.time()
     entry = len(summary["runs"])
 
-    def record(ended: str) -> dict:
-        """This run's figures so far as its entry in tune.json (written atomically)."""
+    def record(ended: str, trials: int) -> dict:
+        """This run's figures so far, `trials` in the log, as its entry in tune.json (written atomically)."""
         seconds = time.time() - t_start
         s = timers.seconds
         run = {"started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t_start)), "ended": ended,
-               "trials_before": done, "trials_after": log_trials(log, tasks), "per_round": per_round,
+               "trials_before": done, "trials_after": trials, "per_round": per_round,
                "tune_seconds": seconds, "measure_build_seconds": s["build"], "measure_run_seconds": s["run"],
                "model_update_seconds": s["model_update"], "model_predict_seconds": s["model_predict"],
                "search_seconds": max(0.0, seconds - s["build"] - s["run"] - s["model_update"] - s["model_predict"]),
@@ -639,7 +640,7 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> None:
                  + (f"{est:.3f} ms" if est is not None else f"- ({have}/{len(costs)} tasks measured)")
                  + (f" ({given_up} tasks given up: no candidate built and ran)" if given_up else "")
                  + f"  task {task_id}  {float(row['wall_seconds']):.0f} s")
-            record("died")  # what stays in tune.json if the process dies before the next round
+            record("died", done + ts.ct)  # what stays in tune.json if the process dies before the next round
 
     scheduler = auto_scheduler.TaskScheduler(tasks, task_weights=[float(w) for w in weights],
                                              strategy=a.strategy, load_log_file=log if resuming else None,
@@ -665,6 +666,7 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> None:
     scheduler.dead_tasks = _DeadTasks()
     _say(f"tuning {len(tasks)} tasks with {a.cost_model}: {done} trials done, {remaining} to go, "
          f"{per_round} per round")
+    record("died", done)  # every process has its entry, also one that dies before its first round
     interrupted = False
     with timers:
         try:
@@ -676,7 +678,7 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> None:
             interrupted = True
         except _DevicesGone:
             interrupted = "devices"
-    run = record("interrupted" if interrupted else "finished")
+    run = record("interrupted" if interrupted else "finished", log_trials(log, tasks))
     if interrupted:
         if interrupted == "devices":
             raise SystemExit(f"tclm tune: error: no device is left under {a.remote.describe()}: stopped after "
