@@ -111,7 +111,9 @@ def parser() -> argparse.ArgumentParser:
                         "a task after its first round)")
     p.add_argument("--population", type=int, default=2048, help="evolutionary search population (Ansor's default)")
     p.add_argument("--search-param", action="append", default=[], metavar="KEY=VALUE",
-                   help="another SketchPolicy parameter, e.g. evolutionary_search_num_iters=2 (repeatable)")
+                   help="another SketchPolicy parameter, e.g. evolutionary_search_num_iters=2 (repeatable); "
+                        "eps_greedy, the share of a round's measurements that are random programs, defaults to "
+                        "the larger of Ansor's 0.05 and 1 / --per-round (at least one a round)")
     add_tune_options(p, min_new_records=64)
     p.add_argument("--no-compile", action="store_true", help="tune only: no compile and latency measurement")
     p.add_argument("--verify", action="store_true",
@@ -575,10 +577,7 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> None:
     pyrandom.seed(a.seed)
     timers = Timers()
     cost_model, model_info = make_cost_model(a, out, tasks, per_round, resuming, timers)
-    params = {"evolutionary_search_population": a.population}
-    for kv in a.search_param:
-        k, v = kv.split("=", 1)
-        params[k] = type(auto_scheduler.SketchPolicy.DEFAULT_PARAMS.get(k, v))(v)
+    params = search_params(a.population, per_round, a.search_param)
     preload = [PreloadMeasuredStates(log)] if resuming else None
     # SketchPolicy draws a random seed for a seed of 0 (`seed or random.randint(...)`): seed + 1.
     policies = [auto_scheduler.SketchPolicy(t, program_cost_model=cost_model, params=params, seed=a.seed + 1,
@@ -592,7 +591,7 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> None:
         seconds = time.time() - t_start
         s = timers.seconds
         run = {"started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t_start)), "ended": ended,
-               "trials_before": done, "trials_after": trials, "per_round": per_round,
+               "trials_before": done, "trials_after": trials, "per_round": per_round, "search_params": params,
                "tune_seconds": seconds, "measure_build_seconds": s["build"], "measure_run_seconds": s["run"],
                "model_update_seconds": s["model_update"], "model_predict_seconds": s["model_predict"],
                "search_seconds": max(0.0, seconds - s["build"] - s["run"] - s["model_update"] - s["model_predict"]),
@@ -685,6 +684,26 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> None:
                              f"{run['trials_after']} trials; rerun the same command once devices are registered again")
         _say(f"interrupted after {run['trials_after']} trials; rerun the same command to continue")
         raise KeyboardInterrupt
+
+
+def search_params(population: int, per_round: int, overrides: List[str]) -> dict:
+    """SketchPolicy's parameters for a run measuring `per_round` programs a round.
+
+    SketchPolicy measures int(eps_greedy * per_round) randomly sampled programs a round and lets the cost
+    model pick the rest. Its eps_greedy of 0.05 makes that 3 of its default 64, but none below 20 a round:
+    the cost model alone then picks every candidate, and a task whose good schedules it ranks low is never
+    measured there, so online training never sees them either. Unless --search-param sets it, eps_greedy is
+    raised to 1 / per_round: one random program a round, the same for every cost model.
+    """
+    from tvm import auto_scheduler
+
+    defaults = auto_scheduler.SketchPolicy.DEFAULT_PARAMS
+    params = {"evolutionary_search_population": population,
+              "eps_greedy": max(float(defaults["eps_greedy"]), 1.0 / per_round)}
+    for kv in overrides:
+        k, v = kv.split("=", 1)
+        params[k] = type(defaults.get(k, v))(v)
+    return params
 
 
 def compile_network(net, target, log: Optional[str]):

@@ -63,6 +63,8 @@ def test_tune_tiny_network_end_to_end_and_resume(model, tmp_path):
     for s in (s1, s2):
         assert s["measure_build_seconds"] > 0 and s["measure_run_seconds"] > 0 and s["tune_seconds"] > 0
         assert s["tclm_unreadable"] == 0 and s["ended"] == "finished"
+        # 3 a round: Ansor's eps_greedy (0.05) would measure no random program; one of the 3 is random.
+        assert int(s["search_params"]["eps_greedy"] * s["per_round"]) == 1
     # Fine-tuned online (every 3 new measurements), the second run from the first one's last model.
     assert s1["tclm_trainings"] >= 1 and s2["start_model"].endswith(f"model-{s1['tclm_trainings']}/best.tclm")
     # The log's best per task gives the final estimate. (Some candidates of tiny's dense task fail to
@@ -112,6 +114,22 @@ def test_tune_tiny_network_end_to_end_and_resume(model, tmp_path):
     # Another cost model into the same --out is refused.
     with pytest.raises(SystemExit):
         _tune_ansor.main(["--network", "tiny", "--cost-model", "random", "--out", str(out), "--trials", "12"] + FAST)
+
+
+@pytest.mark.parametrize("per_round, overrides, random_per_round", [
+    (8, [], 1),     # int(0.05 x 8) = 0 random programs with Ansor's eps_greedy: raised to one
+    (3, [], 1),
+    (19, [], 1),    # the largest round where 0.05 x per_round < 1
+    (20, [], 1),    # 0.05 x 20 = 1: Ansor's own value already measures one
+    (64, [], 3),    # Ansor's own default setting (0.05 x 64) is left as it is
+    (8, ["eps_greedy=0"], 0),    # a user's setting wins
+    (8, ["eps_greedy=0.5"], 4),
+])
+def test_every_round_measures_a_random_program_unless_told_otherwise(per_round, overrides, random_per_round):
+    params = _tune_ansor.search_params(512, per_round, overrides)
+    assert params["evolutionary_search_population"] == 512
+    assert int(params["eps_greedy"] * per_round) == random_per_round
+    assert all(type(v) is type(auto_scheduler.SketchPolicy.DEFAULT_PARAMS[k]) for k, v in params.items())
 
 
 def _tasks(summary):
