@@ -578,6 +578,7 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> None:
     timers = Timers()
     cost_model, model_info = make_cost_model(a, out, tasks, per_round, resuming, timers)
     params = search_params(a.population, per_round, a.search_param)
+    set_params = dict(params)  # SketchPolicy adds its defaults to `params`; tune.json keeps what was set
     preload = [PreloadMeasuredStates(log)] if resuming else None
     # SketchPolicy draws a random seed for a seed of 0 (`seed or random.randint(...)`): seed + 1.
     policies = [auto_scheduler.SketchPolicy(t, program_cost_model=cost_model, params=params, seed=a.seed + 1,
@@ -591,7 +592,7 @@ def tune(a, out: str, tasks, weights, target, summary: dict) -> None:
         seconds = time.time() - t_start
         s = timers.seconds
         run = {"started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t_start)), "ended": ended,
-               "trials_before": done, "trials_after": trials, "per_round": per_round, "search_params": params,
+               "trials_before": done, "trials_after": trials, "per_round": per_round, "search_params": set_params,
                "tune_seconds": seconds, "measure_build_seconds": s["build"], "measure_run_seconds": s["run"],
                "model_update_seconds": s["model_update"], "model_predict_seconds": s["model_predict"],
                "search_seconds": max(0.0, seconds - s["build"] - s["run"] - s["model_update"] - s["model_predict"]),

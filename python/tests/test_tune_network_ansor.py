@@ -65,6 +65,9 @@ def test_tune_tiny_network_end_to_end_and_resume(model, tmp_path):
         assert s["tclm_unreadable"] == 0 and s["ended"] == "finished"
         # 3 a round: Ansor's eps_greedy (0.05) would measure no random program; one of the 3 is random.
         assert int(s["search_params"]["eps_greedy"] * s["per_round"]) == 1
+        # What tclm set (FAST's two and these), not the defaults SketchPolicy fills in.
+        assert set(s["search_params"]) == {"eps_greedy", "evolutionary_search_population",
+                                           "evolutionary_search_num_iters", "sample_init_min_population"}
     # Fine-tuned online (every 3 new measurements), the second run from the first one's last model.
     assert s1["tclm_trainings"] >= 1 and s2["start_model"].endswith(f"model-{s1['tclm_trainings']}/best.tclm")
     # The log's best per task gives the final estimate. (Some candidates of tiny's dense task fail to
