@@ -399,7 +399,8 @@ def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> in
     write_csv_atomic(os.path.join(a.out, "summary.csv"), SUMMARY_FIELDS, summary)
     info = read_json(os.path.join(next(iter(runs.values())), "tune.json")) or {}
     mach = info.get("machine", {})
-    search = ((info.get("runs") or [{}])[-1]).get("search_params") or {}
+    search = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
+                       for k, v in sorted((((info.get("runs") or [{}])[-1]).get("search_params") or {}).items()))
     ntasks = {net: len((read_json(os.path.join(runs[(net, models[0], 0)], "tune.json")) or {}).get("tasks", []))
               for net in networks}
     header = (f"## Ansor network tuning: {', '.join(f'{n} ({ntasks[n]} tasks)' for n in networks)}\n\n"
@@ -407,7 +408,7 @@ def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> in
               f"({mach.get('threads', '?')} threads); TVM {mach.get('tvm_version', '?')}; "
               f"{a.trials} trials per run; seeds: {', '.join(f'{m} {n}' for m, n in seeds.items())}"
               + (f"; run options: {' '.join(rest)}" if rest else "")
-              + (f"; SketchPolicy: {', '.join(f'{k} {v:.4g}' if isinstance(v, float) else f'{k} {v}' for k, v in sorted(search.items()))}" if search else "")
+              + (f"; SketchPolicy: {search}" if search else "")
               + ".\n\n"
               "Estimated latency: Ansor's sum over tasks of weight x best measured latency (median over seeds of "
               "the final value; a task none of whose candidates built and ran is left out: tasks_given_up in "
