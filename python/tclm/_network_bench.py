@@ -18,10 +18,19 @@ Models: ``tclm`` (--tclm-model, fine-tuned online), ``tclm-public`` (the same wi
 trained on public records only), ``xgb`` (Ansor's XGBModel as its task scheduler sets it up), ``xgb-pre``
 (XGBModel first trained on --pretrain-records) and ``random``.
 
+Measured latency: once every run is finished, each run's network is compiled from its log and its
+end-to-end latency measured again --latency-rounds times, the runs interleaved (every run's round 1,
+then every run's round 2, ..., each round in another order), so that a drift of the machine over the
+hours of a benchmark touches every model alike; a network measured right after its own tuning, hours
+apart from another, is not comparable on a shared or virtual machine (on a 2-vCPU virtual machine
+one and the same ResNet-18 log measured 19.4-21.6 ms). latency.csv keeps every round (a rerun measures only
+the missing ones); the measured column is, per run, the median of its rounds.
+
 Outputs: curves.csv (every run's curve: one row per measurement round with trials, wall seconds and
-Ansor's estimated network latency), summary.csv and summary.md (per network and model: final
-estimated latency, measured end-to-end latency, trials and wall time to reach xgb's and xgb-pre's final
-estimated latency and the speed-up against them), time.csv and summary.md's second table (per run:
+Ansor's estimated network latency), latency.csv (every run's interleaved latency measurements),
+summary.csv and summary.md (per network and model: final estimated latency, measured end-to-end
+latency, trials and wall time to reach xgb's and xgb-pre's final estimated latency and the speed-up
+against them; per run, its latency right after tuning and in each round), time.csv and summary.md's second table (per run:
 where its tuning time went, from its tune.json: building and running candidates, search, cost-model
 updates (tclm's fine-tuning, XGBModel's training), prediction; and how many of its processes died
 inside TVM), curves.png (estimated latency against trials and against wall time, median over seeds;
@@ -56,6 +65,8 @@ SUMMARY_FIELDS = ["network", "model", "seeds", "trials", "final_estimated_ms", "
 #: time.csv: per run, seconds from its tune.json "time" (summed over the run's processes) and its "runs".
 TIME_FIELDS = ["network", "model", "seed", "trials", "tune_seconds", "measure_build_seconds", "measure_run_seconds",
                "search_seconds", "model_update_seconds", "model_predict_seconds", "processes", "died"]
+#: latency.csv: one row per run and interleaved measurement round (mean, std and min of its repeats).
+LATENCY_FIELDS = ["network", "model", "seed", "trials", "round", "mean_ms", "std_ms", "min_ms", "measured_at"]
 
 
 def _say(msg: str) -> None:
@@ -78,6 +89,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--public-model", help="model of 'tclm-public', e.g. trained on public records only")
     p.add_argument("--pretrain-records", help="xgb-pre: Ansor record file or directory to pre-train XGBModel on")
     p.add_argument("--out", default="out/tune-bench-network", help="output directory (default out/tune-bench-network)")
+    p.add_argument("--latency-rounds", type=int, default=3,
+                   help="once every run is finished, measure every run's compiled network this many times more, "
+                        "the runs interleaved; the measured column is each run's median of them (0: each run's own "
+                        "measurement right after its tuning)")
     p.add_argument("--resume-after-crash", type=int, default=10,
                    help="resume a run this many times when its process crashes (an abort or a segmentation fault "
                         "inside TVM: XGBModel's runs on TVM 0.19 died up to 4 times in 340 trials); 0: stop the "
@@ -172,12 +187,90 @@ def run_tune(args: List[str], resumes: int, name: str, command: Optional[List[st
     return 128 - rc
 
 
-def summarize(runs: Dict[Tuple[str, str, int], str], models: List[str]) -> List[dict]:
+def run_trials(run_dir: str) -> Optional[int]:
+    """The trials of a finished run's log (its latency.json's, the log the network was compiled from)."""
+    lat = read_json(os.path.join(run_dir, "latency.json")) or {}
+    return lat.get("trials")
+
+
+def read_latency_rows(path: str) -> List[dict]:
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def measure_latency_rounds(runs: Dict[Tuple[str, str, int], str], rest: List[str], rounds: int,
+                           path: str) -> List[dict]:
+    """latency.csv's rows: `rounds` end-to-end latency measurements of every run's network, compiled
+    from its log, the runs interleaved (round r measures every run once, starting from the r-th run), so
+    that the machine's drift over the benchmark touches every model alike. Rows already in `path` for a
+    run's current log are kept and not measured again; each new row is written at once (atomically), so
+    an interrupted benchmark resumes. The network and its measurement settings (--latency-repeat,
+    --latency-min-repeat-ms, --cores, --batch) are those of the runs (`rest`); the target is the one
+    each run tuned for (its tune.json)."""
+    from . import _tune_ansor
+
+    keep = []
+    for r in read_latency_rows(path):
+        key = (r["network"], r["model"], int(r["seed"]))
+        if key in runs and str(run_trials(runs[key])) == r["trials"] and 1 <= int(r["round"]) <= rounds:
+            keep.append(r)
+    done = {(r["network"], r["model"], int(r["seed"]), int(r["round"])) for r in keep}
+    rows = list(keep)
+    for net in sorted({k[0] for k in runs}):
+        keys = sorted(k for k in runs if k[0] == net and run_trials(runs[k]) is not None)  # compiled and measured
+        if not keys:
+            continue
+        todo = [(r, k) for r in range(1, rounds + 1) for k in keys[(r - 1) % len(keys):] + keys[:(r - 1) % len(keys)]
+                if (*k, r) not in done]
+        if not todo:
+            continue
+        import tvm
+
+        ta = _tune_ansor.parser().parse_args(["--network", net, "--cost-model", "random"] + rest)
+        os.environ.setdefault("TVM_NUM_THREADS", str(ta.cores))  # as in every run
+        network = _tune_ansor.load_network(ta)
+        inputs = _tune_ansor.random_inputs(network)
+        libs = {}
+        for k in sorted({k for _, k in todo}):
+            target = tvm.target.Target((read_json(os.path.join(runs[k], "tune.json")) or {})["target"])
+            _say(f"latency: compiling {net}-{k[1]}-s{k[2]} from its log")
+            libs[k] = _tune_ansor.compile_network(network, target, os.path.join(runs[k], _tune_ansor.LOG))
+        for r, k in todo:
+            m, _ = _tune_ansor.run_network(libs[k], inputs)
+            ms = _tune_ansor.time_network(m, None, ta.latency_repeat, ta.latency_min_repeat_ms)
+            del m
+            row = {"network": net, "model": k[1], "seed": k[2], "trials": run_trials(runs[k]), "round": r,
+                   "mean_ms": f"{statistics.mean(ms):.6g}",
+                   "std_ms": f"{statistics.stdev(ms) if len(ms) > 1 else 0.0:.4g}", "min_ms": f"{min(ms):.6g}",
+                   "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+            rows.append(row)
+            write_csv_atomic(path, LATENCY_FIELDS, rows)
+            _say(f"latency round {r}/{rounds}: {net}-{k[1]}-s{k[2]} {row['mean_ms']} ± {row['std_ms']} ms")
+        del libs
+    write_csv_atomic(path, LATENCY_FIELDS, rows)
+    return rows
+
+
+def round_means(rows: List[dict]) -> Dict[Tuple[str, str, int], List[float]]:
+    """Per run, the means of its latency rounds in round order."""
+    out: Dict[Tuple[str, str, int], List[Tuple[int, float]]] = {}
+    for r in rows:
+        out.setdefault((r["network"], r["model"], int(r["seed"])), []).append((int(r["round"]), float(r["mean_ms"])))
+    return {k: [ms for _, ms in sorted(v)] for k, v in out.items()}
+
+
+def summarize(runs: Dict[Tuple[str, str, int], str], models: List[str],
+              rounds: Optional[Dict[Tuple[str, str, int], List[float]]] = None) -> List[dict]:
     """Per network and model, over seeds: see the module docstring and SUMMARY_FIELDS. Each run is
     compared with the reference model's run of the same seed (seed 0 when the reference has no such
     seed): the trials / seconds at which it first reaches that run's final estimate, and the
     reference run's own trials / seconds to it divided by them; medians over seeds (a run that never
-    reaches it counts as a ratio of 0)."""
+    reaches it counts as a ratio of 0). Measured latency: per run the median of its `rounds` (its
+    interleaved measurements) where it has any, else its own latency.json; per model the mean over
+    seeds ± the std over seeds (one seed: ± the std over its rounds, or of its repeats)."""
+    rounds = rounds or {}
     out = []
     for net in sorted({k[0] for k in runs}):
         data = {}
@@ -190,15 +283,23 @@ def summarize(runs: Dict[Tuple[str, str, int], str], models: List[str]) -> List[
             finals = [next((r[2] for r in reversed(c) if r[2] is not None), None) for c in curves]
             lats = [read_json(os.path.join(d, "latency.json")) or {} for d in dirs]
             data[m] = {"seeds": seeds, "dirs": dirs, "curves": dict(zip(seeds, curves)),
-                       "finals": dict(zip(seeds, finals)), "lats": lats}
+                       "finals": dict(zip(seeds, finals)), "lats": lats,
+                       "rounds": [rounds.get((net, m, sd), []) for sd in seeds]}
 
         for m, d in data.items():
             known_finals = [f for f in d["finals"].values() if f is not None]
-            means = [lat["mean_ms"] for lat in d["lats"] if "mean_ms" in lat]
+            means, within = [], []
+            for lat, rr in zip(d["lats"], d["rounds"]):
+                if rr:
+                    means.append(statistics.median(rr))
+                    within.append(statistics.stdev(rr) if len(rr) > 1 else 0.0)
+                elif "mean_ms" in lat:
+                    means.append(lat["mean_ms"])
+                    within.append(lat.get("std_ms", 0.0))
             if len(means) > 1:
                 spread = statistics.stdev(means)
             elif means:
-                spread = d["lats"][0].get("std_ms", 0.0)
+                spread = within[0]
             else:
                 spread = None
             curves = list(d["curves"].values())
@@ -254,6 +355,27 @@ def time_markdown(rows: List[dict]) -> str:
                + " |\n|" + "---|" * len(cols) + "\n")
         for r in (r for r in rows if r["network"] == net):
             md += "| " + " | ".join(str(r[k]) for k, _ in cols) + " |\n"
+    return md
+
+
+def latency_markdown(runs: Dict[Tuple[str, str, int], str], rounds: Dict[Tuple[str, str, int], List[float]]) -> str:
+    """Per run: its network's latency right after its tuning and in each interleaved round."""
+    if not rounds:
+        return ""
+    n = max(len(v) for v in rounds.values())
+    md = ""
+    for net in sorted({k[0] for k in runs}):
+        md += (f"\n### {net}: measured latency per run (ms, mean of the repeats)\n\n| model | seed | after tuning | "
+               + " | ".join(f"round {i + 1}" for i in range(n)) + " | median of the rounds |\n|"
+               + "---|" * (n + 4) + "\n")
+        for (nn, m, seed), d in sorted(runs.items()):
+            if nn != net:
+                continue
+            own = (read_json(os.path.join(d, "latency.json")) or {}).get("mean_ms")
+            rr = rounds.get((nn, m, seed), [])
+            cells = [m, str(seed), _fmt(own, ".2f")] + [f"{x:.2f}" for x in rr] + ["-"] * (n - len(rr))
+            cells.append(_fmt(statistics.median(rr) if rr else None, ".2f"))
+            md += "| " + " | ".join(cells) + " |\n"
     return md
 
 
@@ -332,6 +454,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             p.error(f"--network: unknown network '{n}' (known: {', '.join(NETWORKS)})")
     if a.seeds <= 0 or a.trials <= 0:
         p.error("--seeds and --trials must be positive")
+    if a.latency_rounds < 0:
+        p.error("--latency-rounds must not be negative")
     seeds: Dict[str, int] = {}
     for entry in (e for e in a.models.split(",") if e):
         m, _, n = entry.partition(":")
@@ -385,6 +509,17 @@ def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> in
                 if rc != 0:
                     _say(f"{name}: tclm tune failed (exit {rc})")
                     return rc
+    # -- the networks measured again, interleaved
+    latency_path = os.path.join(a.out, "latency.csv")
+    if a.latency_rounds == 0:
+        latency_rows = []
+    elif any(r == "--rpc-key" or r.startswith("--rpc-key=") for r in rest):
+        _say("latency rounds: with --rpc-key each run's own measurement on its device is reported "
+             "(the interleaved rounds measure on this machine only)")
+        latency_rows = []
+    else:
+        latency_rows = measure_latency_rounds(runs, rest, a.latency_rounds, latency_path)
+    rounds = round_means(latency_rows)
     # -- reports
     rows = []
     for (net, m, seed), d in sorted(runs.items()):
@@ -395,7 +530,7 @@ def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> in
             for r in csv.DictReader(f):
                 rows.append({"network": net, "model": m, "seed": seed, **{k: r.get(k, "") for k in CURVE_FIELDS[3:]}})
     write_csv_atomic(os.path.join(a.out, "curves.csv"), CURVE_FIELDS, rows)
-    summary = summarize(runs, models)
+    summary = summarize(runs, models, rounds)
     write_csv_atomic(os.path.join(a.out, "summary.csv"), SUMMARY_FIELDS, summary)
     info = read_json(os.path.join(next(iter(runs.values())), "tune.json")) or {}
     mach = info.get("machine", {})
@@ -412,8 +547,11 @@ def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> in
               + ".\n\n"
               "Estimated latency: Ansor's sum over tasks of weight x best measured latency (median over seeds of "
               "the final value; a task none of whose candidates built and ran is left out: tasks_given_up in "
-              "curves.csv). Measured: end-to-end latency of the network compiled with the best schedules, "
-              "mean over seeds ± std over seeds (one seed: ± the std of its repeats). "
+              "curves.csv). Measured: end-to-end latency of the network compiled with the best schedules; "
+              + (f"per run the median of {a.latency_rounds} measurements made after every run had finished, the "
+                 "runs interleaved (latency.csv, and the last table); " if rounds else
+                 "per run its measurement right after its tuning; ")
+              + "mean over seeds ± std over seeds (one seed: ± the std over its rounds, or of its repeats). "
               "Trials / s to X final: each run against X's run of the same seed (seed 0 where X has no such "
               "seed): the first trial count / wall second at which the run's estimate reaches that X run's final "
               "estimated latency, median over seeds ('-': the median run never does); x vs X: that X run's own "
@@ -421,11 +559,12 @@ def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> in
               "trials / less time than X).\n")
     times = time_rows(runs)
     write_csv_atomic(os.path.join(a.out, "time.csv"), TIME_FIELDS, times)
-    md = markdown(summary, header) + time_markdown(times)
+    md = markdown(summary, header) + time_markdown(times) + latency_markdown(runs, rounds)
     write_text_atomic(os.path.join(a.out, "summary.md"), md)
     plot(runs, models, os.path.join(a.out, "curves.png"))
     print(md)
-    _say(f"done in {time.time() - t0:.0f} s: {a.out}/summary.md, curves.csv, summary.csv, time.csv, curves.png")
+    _say(f"done in {time.time() - t0:.0f} s: {a.out}/summary.md, curves.csv, summary.csv, time.csv, "
+         + ("latency.csv, " if latency_rows else "") + "curves.png")
     return 0
 
 

@@ -742,12 +742,20 @@ def run_network(lib, inputs: Dict[str, object], dev=None):
     return m, [m.get_output(i).numpy() for i in range(m.get_num_outputs())]
 
 
+def time_network(m, dev, repeat: int, min_repeat_ms: int) -> List[float]:
+    """Milliseconds of `repeat` runs of graph executor module `m` (on `dev`, this CPU for None), each
+    repeat running the network as many times as fill `min_repeat_ms` (TVM's time_evaluator)."""
+    import tvm
+
+    ftimer = m.module.time_evaluator("run", dev or tvm.cpu(), number=1, repeat=repeat, min_repeat_ms=min_repeat_ms)
+    return [float(x) * 1e3 for x in ftimer().results]
+
+
 def measure(a, out: str, net, tasks, weights, target) -> dict:
     """Compiles the network with the best schedules of the log, measures its end-to-end latency
     (optionally checks its outputs against the default-schedule build) and writes latency.json; with
     --rpc-key, both run on a device under the key (uploaded as a tar the device links)."""
     import numpy as np
-    import tvm
 
     log = os.path.join(out, LOG)
     trials = log_trials(log, tasks)
@@ -777,11 +785,8 @@ def measure(a, out: str, net, tasks, weights, target) -> dict:
         _say(f"compiled in {compile_seconds:.1f} s; measuring latency ({a.latency_repeat} repeats of "
              f">= {a.latency_min_repeat_ms} ms)")
         t0 = time.time()
-        ftimer = m.module.time_evaluator("run", dev or tvm.cpu(), number=1, repeat=a.latency_repeat,
-                                         min_repeat_ms=a.latency_min_repeat_ms)
-        secs = [float(x) for x in ftimer().results]
+        ms = time_network(m, dev, a.latency_repeat, a.latency_min_repeat_ms)
         measure_seconds = time.time() - t0
-        ms = [x * 1e3 for x in secs]
         result = {
             "network": summary_network_name(a), "trials": trials, "log": LOG, "mean_ms": statistics.mean(ms),
             "std_ms": statistics.stdev(ms) if len(ms) > 1 else 0.0, "min_ms": min(ms),

@@ -10,6 +10,7 @@ compiled network correct, reports), not tuning quality.
 import csv
 import json
 import math
+import statistics
 import signal
 import sys
 
@@ -189,8 +190,17 @@ def test_tune_bench_network_two_models(tmp_path, capsys):
     summary = {r["model"]: r for r in read_csv(out / "summary.csv")}
     assert set(summary) == {"xgb", "random"}
     assert summary["xgb"]["trials_to_xgb_pre"] == "-"  # no xgb-pre run
-    for r in summary.values():
-        assert float(r["measured_ms"]) > 0
+    # Once both runs are finished, each network is measured again in 3 rounds (the default), the runs
+    # interleaved: every run's round 1 before any round 2. The measured column is each run's median.
+    latency = read_csv(out / "latency.csv")
+    assert [(r["round"], r["model"]) for r in latency] == [("1", "random"), ("1", "xgb"), ("2", "xgb"),
+                                                           ("2", "random"), ("3", "random"), ("3", "xgb")]
+    for m, r in summary.items():
+        lat = json.loads((out / "runs" / f"tiny-{m}-s0" / "latency.json").read_text())
+        mine = [float(x["mean_ms"]) for x in latency if x["model"] == m]
+        assert all(x["trials"] == str(lat["trials"]) for x in latency if x["model"] == m)
+        assert all(float(x["min_ms"]) <= float(x["mean_ms"]) for x in latency)
+        assert float(r["measured_ms"]) == pytest.approx(statistics.median(mine), rel=1e-3)
     if complete["xgb"]:
         # xgb's own curve reaches its final estimate: at its last trial at the latest, a ratio of 1.
         assert summary["xgb"]["trials_to_xgb"].isdigit() and summary["xgb"]["x_trials_vs_xgb"] == "1.00"
@@ -209,10 +219,19 @@ def test_tune_bench_network_two_models(tmp_path, capsys):
         assert (out / "curves.png").stat().st_size > 0
     except ImportError:
         assert not (out / "curves.png").exists()
-    # A rerun finds both runs finished and tunes nothing.
+    assert "measured latency per run" in md and "median of 3 measurements" in md
+    # A rerun finds both runs finished and their rounds measured: it tunes and measures nothing. One
+    # more round measures that round only.
     capsys.readouterr()
     assert tune_bench.main(args) == 0
-    assert capsys.readouterr().err.count("done earlier") == 2
+    err = capsys.readouterr().err
+    assert err.count("done earlier") == 2 and "latency round" not in err
+    assert read_csv(out / "latency.csv") == latency
+    assert tune_bench.main(args + ["--latency-rounds", "4"]) == 0
+    again = read_csv(out / "latency.csv")
+    assert again[:6] == latency and [(r["round"], r["model"]) for r in again[6:]] == [("4", "xgb"), ("4", "random")]
+    assert "--latency-rounds must not be negative" in _refused(["--scheduler", "ansor", "--network", "tiny",
+                                                                "--latency-rounds", "-1"], capsys)
     # Network tuning is Ansor's; an unknown model is refused.
     with pytest.raises(SystemExit):
         _network_bench.main(["--network", "tiny", "--models", "xgb", "--out", str(tmp_path / "x")])
@@ -313,6 +332,34 @@ def test_a_run_killed_inside_tvm_keeps_its_time_in_tune_json(tmp_path):
     assert third["ended"] == "finished" and third["trials_after"] == summary["trials"] >= 30
     for key in ("tune_seconds", "measure_build_seconds"):
         assert summary["time"][key] == pytest.approx(sum(r[key] for r in summary["runs"]))
+
+
+def _refused(args, capsys):
+    with pytest.raises(SystemExit):
+        _network_bench.main(args)
+    return capsys.readouterr().err
+
+
+def test_measured_latency_is_each_runs_median_of_its_rounds(tmp_path):
+    """Per run the median of its interleaved rounds, per model the mean over seeds ± the std over
+    seeds; a one-seed model's spread is the std over its rounds; a run without rounds keeps its own
+    measurement (latency.json)."""
+    def run(name, own_ms):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "curve.csv").write_text("round,trials,wall_seconds,estimated_ms\n1,10,100,30\n")
+        (d / "latency.json").write_text(json.dumps({"trials": 10, "mean_ms": own_ms, "std_ms": 0.5}))
+        return str(d)
+
+    runs = {("n", "xgb", 0): run("x0", 99.0), ("n", "xgb", 1): run("x1", 99.0), ("n", "tclm", 0): run("t0", 99.0),
+            ("n", "random", 0): run("r0", 40.0)}
+    rounds = {("n", "xgb", 0): [20.0, 30.0, 22.0], ("n", "xgb", 1): [24.0], ("n", "tclm", 0): [10.0, 12.0]}
+    rows = {r["model"]: r for r in _network_bench.summarize(runs, ["tclm", "xgb", "random"], rounds)}
+    assert rows["xgb"]["measured_ms"] == "23" and rows["xgb"]["measured_spread_ms"] == "1.4"  # medians 22, 24
+    assert rows["tclm"]["measured_ms"] == "11" and rows["tclm"]["measured_spread_ms"] == "1.4"  # std(10, 12)
+    assert rows["random"]["measured_ms"] == "40" and rows["random"]["measured_spread_ms"] == "0.5"
+    md = _network_bench.latency_markdown(runs, rounds)
+    assert "| xgb | 0 | 99.00 | 20.00 | 30.00 | 22.00 | 22.00 |" in md and "| random | 0 | 40.00 | - | - | - | - |" in md
 
 
 def test_summary_pairs_each_run_with_the_xgb_run_of_its_seed(tmp_path):
