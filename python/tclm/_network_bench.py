@@ -90,12 +90,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pretrain-records", help="xgb-pre: Ansor record file or directory to pre-train XGBModel on")
     p.add_argument("--out", default="out/tune-bench-network", help="output directory (default out/tune-bench-network)")
     p.add_argument("--latency-rounds", type=int, default=3,
-                   help="once every run is finished, measure every run's compiled network this many times more, "
-                        "the runs interleaved; the measured column is each run's median of them (0: each run's own "
-                        "measurement right after its tuning)")
+                   help="once every run is finished, measure every run's compiled network again until it has "
+                        "this many measurements in latency.csv, the runs interleaved; the measured column is each "
+                        "run's median of all its rounds there (0: each run's own measurement right after its "
+                        "tuning)")
     p.add_argument("--resume-after-crash", type=int, default=10,
                    help="resume a run this many times when its process crashes (an abort or a segmentation fault "
-                        "inside TVM: XGBModel's runs on TVM 0.19 died up to 4 times in 340 trials); 0: stop the "
+                        "inside TVM, which TVM 0.19's XGBModel path does now and then: docs/tuning.md); 0: stop the "
                         "benchmark at the first crash")
     return p
 
@@ -205,8 +206,9 @@ def measure_latency_rounds(runs: Dict[Tuple[str, str, int], str], rest: List[str
     """latency.csv's rows: `rounds` end-to-end latency measurements of every run's network, compiled
     from its log, the runs interleaved (round r measures every run once, starting from the r-th run), so
     that the machine's drift over the benchmark touches every model alike. Rows already in `path` for a
-    run's current log are kept and not measured again; each new row is written at once (atomically), so
-    an interrupted benchmark resumes. The network and its measurement settings (--latency-repeat,
+    run's current log are kept (also rounds above `rounds`) and not measured again; rows of a log the run
+    no longer has (tuned further since) are dropped. Each new row is written at once (atomically), so an
+    interrupted benchmark resumes. The network and its measurement settings (--latency-repeat,
     --latency-min-repeat-ms, --cores, --batch) are those of the runs (`rest`); the target is the one
     each run tuned for (its tune.json)."""
     from . import _tune_ansor
@@ -214,7 +216,7 @@ def measure_latency_rounds(runs: Dict[Tuple[str, str, int], str], rest: List[str
     keep = []
     for r in read_latency_rows(path):
         key = (r["network"], r["model"], int(r["seed"]))
-        if key in runs and str(run_trials(runs[key])) == r["trials"] and 1 <= int(r["round"]) <= rounds:
+        if key in runs and str(run_trials(runs[key])) == r["trials"]:
             keep.append(r)
     done = {(r["network"], r["model"], int(r["seed"]), int(r["round"])) for r in keep}
     rows = list(keep)
@@ -548,8 +550,8 @@ def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> in
               "Estimated latency: Ansor's sum over tasks of weight x best measured latency (median over seeds of "
               "the final value; a task none of whose candidates built and ran is left out: tasks_given_up in "
               "curves.csv). Measured: end-to-end latency of the network compiled with the best schedules; "
-              + (f"per run the median of {a.latency_rounds} measurements made after every run had finished, the "
-                 "runs interleaved (latency.csv, and the last table); " if rounds else
+              + (f"per run the median of its measurements made after every run had finished (at least "
+                 f"{a.latency_rounds} each), the runs interleaved (latency.csv, and the last table); " if rounds else
                  "per run its measurement right after its tuning; ")
               + "mean over seeds ± std over seeds (one seed: ± the std over its rounds, or of its repeats). "
               "Trials / s to X final: each run against X's run of the same seed (seed 0 where X has no such "

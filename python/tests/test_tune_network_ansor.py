@@ -219,7 +219,7 @@ def test_tune_bench_network_two_models(tmp_path, capsys):
         assert (out / "curves.png").stat().st_size > 0
     except ImportError:
         assert not (out / "curves.png").exists()
-    assert "measured latency per run" in md and "median of 3 measurements" in md
+    assert "measured latency per run" in md and "(at least 3 each)" in md
     # A rerun finds both runs finished and their rounds measured: it tunes and measures nothing. One
     # more round measures that round only.
     capsys.readouterr()
@@ -230,6 +230,13 @@ def test_tune_bench_network_two_models(tmp_path, capsys):
     assert tune_bench.main(args + ["--latency-rounds", "4"]) == 0
     again = read_csv(out / "latency.csv")
     assert again[:6] == latency and [(r["round"], r["model"]) for r in again[6:]] == [("4", "xgb"), ("4", "random")]
+    # Fewer rounds asked for later: nothing is measured, and no measurement is dropped.
+    assert tune_bench.main(args + ["--latency-rounds", "2"]) == 0
+    assert read_csv(out / "latency.csv") == again
+    summary = {r["model"]: r for r in read_csv(out / "summary.csv")}
+    for m in ("xgb", "random"):
+        mine = [float(x["mean_ms"]) for x in again if x["model"] == m]
+        assert float(summary[m]["measured_ms"]) == pytest.approx(statistics.median(mine), rel=1e-3)
     assert "--latency-rounds must not be negative" in _refused(["--scheduler", "ansor", "--network", "tiny",
                                                                 "--latency-rounds", "-1"], capsys)
     # Network tuning is Ansor's; an unknown model is refused.
