@@ -18,13 +18,15 @@ Models: ``tclm`` (--tclm-model, fine-tuned online), ``tclm-public`` (the same wi
 trained on public records only), ``xgb`` (Ansor's XGBModel as its task scheduler sets it up), ``xgb-pre``
 (XGBModel first trained on --pretrain-records) and ``random``.
 
-Measured latency: once every run is finished, each run's network is compiled from its log and its
-end-to-end latency measured again --latency-rounds times, the runs interleaved (every run's round 1,
-then every run's round 2, ..., each round in another order), so that a drift of the machine over the
-hours of a benchmark touches every model alike; a network measured right after its own tuning, hours
-apart from another, is not comparable on a shared or virtual machine (on a 2-vCPU virtual machine
-one and the same ResNet-18 log measured 19.4-21.6 ms). latency.csv keeps every round (a rerun measures only
-the missing ones); the measured column is, per run, the median of its rounds.
+Measured latency: once every run is finished, the runs' networks are compiled from their logs and
+measured again in one batch of --latency-rounds rounds, the runs interleaved (every run's round 1,
+then every run's round 2, ..., each round in another order), so that a drift of the machine touches
+every model alike; a network measured right after its own tuning, hours apart from another, is not
+comparable on a shared or virtual machine (on a 2-vCPU virtual machine one and the same ResNet-18
+log measured 19.4-21.6 ms). latency.csv keeps every batch: a rerun comparing the same runs tops up
+the latest batch that holds them all, one that compares a run no batch holds with the others (a
+model added later) measures a new batch of them all. The measured column is, per run, the median of
+its rounds in that batch.
 
 Outputs: curves.csv (every run's curve: one row per measurement round with trials, wall seconds and
 Ansor's estimated network latency), latency.csv (every run's interleaved latency measurements),
@@ -65,8 +67,9 @@ SUMMARY_FIELDS = ["network", "model", "seeds", "trials", "final_estimated_ms", "
 #: time.csv: per run, seconds from its tune.json "time" (summed over the run's processes) and its "runs".
 TIME_FIELDS = ["network", "model", "seed", "trials", "tune_seconds", "measure_build_seconds", "measure_run_seconds",
                "search_seconds", "model_update_seconds", "model_predict_seconds", "processes", "died"]
-#: latency.csv: one row per run and interleaved measurement round (mean, std and min of its repeats).
-LATENCY_FIELDS = ["network", "model", "seed", "trials", "round", "mean_ms", "std_ms", "min_ms", "measured_at"]
+#: latency.csv: one row per run, measurement batch and interleaved round (mean, std and min of its repeats).
+LATENCY_FIELDS = ["network", "model", "seed", "trials", "batch", "round", "mean_ms", "std_ms", "min_ms",
+                  "measured_at"]
 
 
 def _say(msg: str) -> None:
@@ -90,10 +93,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pretrain-records", help="xgb-pre: Ansor record file or directory to pre-train XGBModel on")
     p.add_argument("--out", default="out/tune-bench-network", help="output directory (default out/tune-bench-network)")
     p.add_argument("--latency-rounds", type=int, default=3,
-                   help="once every run is finished, measure every run's compiled network again until it has "
-                        "this many measurements in latency.csv, the runs interleaved; the measured column is each "
-                        "run's median of all its rounds there (0: each run's own measurement right after its "
-                        "tuning)")
+                   help="once every run is finished, measure the runs' compiled networks again, interleaved, in "
+                        "one batch of at least this many rounds for all the runs compared; the measured column is "
+                        "each run's median over the batch (0: each run's own measurement right after its tuning)")
     p.add_argument("--resume-after-crash", type=int, default=10,
                    help="resume a run this many times when its process crashes (an abort or a segmentation fault "
                         "inside TVM, which TVM 0.19's XGBModel path does now and then: docs/tuning.md); 0: stop the "
@@ -201,66 +203,80 @@ def read_latency_rows(path: str) -> List[dict]:
         return list(csv.DictReader(f))
 
 
+def plan_latency(rows: List[dict], keys: List[Tuple[str, str, int]], rounds: int) -> Tuple[int, list]:
+    """Which measurement batch of latency.csv reports `keys` (the runs of one network now compared),
+    and the (round, run) pairs still to measure in it, interleaved: round r measures every run once,
+    starting from the r-th. The batch is the latest one holding every run of `keys` (rows of their
+    current logs only), topped up to `rounds`; where none does, a new one measures them all together,
+    so the reported rounds of different runs are always measured side by side, never hours apart."""
+    have: Dict[int, Dict[Tuple[str, str, int], set]] = {}
+    for r in rows:
+        have.setdefault(int(r["batch"]), {}).setdefault((r["network"], r["model"], int(r["seed"])), set()).add(
+            int(r["round"]))
+    covering = [b for b, runs in have.items() if set(keys) <= set(runs)]
+    batch = max(covering) if covering else max(have, default=0) + 1
+    measured = have.get(batch, {})
+    keys = sorted(keys)
+    todo = [(r, k) for r in range(1, rounds + 1) for k in keys[(r - 1) % len(keys):] + keys[:(r - 1) % len(keys)]
+            if r not in measured.get(k, set())]
+    return batch, todo
+
+
 def measure_latency_rounds(runs: Dict[Tuple[str, str, int], str], rest: List[str], rounds: int,
-                           path: str) -> List[dict]:
-    """latency.csv's rows: `rounds` end-to-end latency measurements of every run's network, compiled
-    from its log, the runs interleaved (round r measures every run once, starting from the r-th run), so
-    that the machine's drift over the benchmark touches every model alike. Rows already in `path` for a
-    run's current log are kept (also rounds above `rounds`) and not measured again; rows of a log the run
-    no longer has (tuned further since) are dropped. Each new row is written at once (atomically), so an
-    interrupted benchmark resumes. The network and its measurement settings (--latency-repeat,
-    --latency-min-repeat-ms, --cores, --batch) are those of the runs (`rest`); the target is the one
-    each run tuned for (its tune.json)."""
+                           path: str) -> Tuple[List[dict], Dict[Tuple[str, str, int], List[float]]]:
+    """latency.csv's rows, and per run the means of the rounds that report it: end-to-end latency
+    measurements of every run's network, compiled from its log, in one batch per network in which the
+    runs are interleaved (plan_latency), so that the machine's drift touches every model alike. Rows of
+    a log a run no longer has (tuned further since) are dropped; every other row is kept, also those
+    of runs this call does not compare. Each new row is written at once (atomically): a rerun of an
+    interrupted benchmark resumes its batch once the batch has every run (its first round is through;
+    before that it begins a new one). The network and its measurement settings
+    (--latency-repeat, --latency-min-repeat-ms, --cores, --batch) are those of the runs (`rest`); the
+    target is the one each run tuned for (its tune.json)."""
     from . import _tune_ansor
 
-    keep = []
+    rows = []
     for r in read_latency_rows(path):
         key = (r["network"], r["model"], int(r["seed"]))
-        if key in runs and str(run_trials(runs[key])) == r["trials"]:
-            keep.append(r)
-    done = {(r["network"], r["model"], int(r["seed"]), int(r["round"])) for r in keep}
-    rows = list(keep)
+        if key not in runs or str(run_trials(runs[key])) == r["trials"]:
+            rows.append(r)
+    reported: Dict[Tuple[str, str, int], List[float]] = {}
     for net in sorted({k[0] for k in runs}):
-        keys = sorted(k for k in runs if k[0] == net and run_trials(runs[k]) is not None)  # compiled and measured
+        keys = [k for k in runs if k[0] == net and run_trials(runs[k]) is not None]  # compiled and measured
         if not keys:
             continue
-        todo = [(r, k) for r in range(1, rounds + 1) for k in keys[(r - 1) % len(keys):] + keys[:(r - 1) % len(keys)]
-                if (*k, r) not in done]
-        if not todo:
-            continue
-        import tvm
+        batch, todo = plan_latency([r for r in rows if r["network"] == net], keys, rounds)
+        if todo:
+            import tvm
 
-        ta = _tune_ansor.parser().parse_args(["--network", net, "--cost-model", "random"] + rest)
-        os.environ.setdefault("TVM_NUM_THREADS", str(ta.cores))  # as in every run
-        network = _tune_ansor.load_network(ta)
-        inputs = _tune_ansor.random_inputs(network)
-        libs = {}
-        for k in sorted({k for _, k in todo}):
-            target = tvm.target.Target((read_json(os.path.join(runs[k], "tune.json")) or {})["target"])
-            _say(f"latency: compiling {net}-{k[1]}-s{k[2]} from its log")
-            libs[k] = _tune_ansor.compile_network(network, target, os.path.join(runs[k], _tune_ansor.LOG))
-        for r, k in todo:
-            m, _ = _tune_ansor.run_network(libs[k], inputs)
-            ms = _tune_ansor.time_network(m, None, ta.latency_repeat, ta.latency_min_repeat_ms)
-            del m
-            row = {"network": net, "model": k[1], "seed": k[2], "trials": run_trials(runs[k]), "round": r,
-                   "mean_ms": f"{statistics.mean(ms):.6g}",
-                   "std_ms": f"{statistics.stdev(ms) if len(ms) > 1 else 0.0:.4g}", "min_ms": f"{min(ms):.6g}",
-                   "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-            rows.append(row)
-            write_csv_atomic(path, LATENCY_FIELDS, rows)
-            _say(f"latency round {r}/{rounds}: {net}-{k[1]}-s{k[2]} {row['mean_ms']} ± {row['std_ms']} ms")
-        del libs
+            ta = _tune_ansor.parser().parse_args(["--network", net, "--cost-model", "random"] + rest)
+            os.environ.setdefault("TVM_NUM_THREADS", str(ta.cores))  # as in every run
+            network = _tune_ansor.load_network(ta)
+            inputs = _tune_ansor.random_inputs(network)
+            libs = {}
+            for k in sorted({k for _, k in todo}):
+                target = tvm.target.Target((read_json(os.path.join(runs[k], "tune.json")) or {})["target"])
+                _say(f"latency: compiling {net}-{k[1]}-s{k[2]} from its log")
+                libs[k] = _tune_ansor.compile_network(network, target, os.path.join(runs[k], _tune_ansor.LOG))
+            for r, k in todo:
+                m, _ = _tune_ansor.run_network(libs[k], inputs)
+                ms = _tune_ansor.time_network(m, None, ta.latency_repeat, ta.latency_min_repeat_ms)
+                del m
+                row = {"network": net, "model": k[1], "seed": k[2], "trials": run_trials(runs[k]), "batch": batch,
+                       "round": r, "mean_ms": f"{statistics.mean(ms):.6g}",
+                       "std_ms": f"{statistics.stdev(ms) if len(ms) > 1 else 0.0:.4g}", "min_ms": f"{min(ms):.6g}",
+                       "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+                rows.append({k2: str(v) for k2, v in row.items()})
+                write_csv_atomic(path, LATENCY_FIELDS, rows)
+                _say(f"latency batch {batch} round {r}/{rounds}: {net}-{k[1]}-s{k[2]} {row['mean_ms']} ± "
+                     f"{row['std_ms']} ms")
+            del libs
+        for k in keys:
+            mine = sorted((int(r["round"]), float(r["mean_ms"])) for r in rows
+                          if int(r["batch"]) == batch and (r["network"], r["model"], int(r["seed"])) == k)
+            reported[k] = [ms for _, ms in mine]
     write_csv_atomic(path, LATENCY_FIELDS, rows)
-    return rows
-
-
-def round_means(rows: List[dict]) -> Dict[Tuple[str, str, int], List[float]]:
-    """Per run, the means of its latency rounds in round order."""
-    out: Dict[Tuple[str, str, int], List[Tuple[int, float]]] = {}
-    for r in rows:
-        out.setdefault((r["network"], r["model"], int(r["seed"])), []).append((int(r["round"]), float(r["mean_ms"])))
-    return {k: [ms for _, ms in sorted(v)] for k, v in out.items()}
+    return rows, reported
 
 
 def summarize(runs: Dict[Tuple[str, str, int], str], models: List[str],
@@ -513,15 +529,12 @@ def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> in
                     return rc
     # -- the networks measured again, interleaved
     latency_path = os.path.join(a.out, "latency.csv")
-    if a.latency_rounds == 0:
-        latency_rows = []
-    elif any(r == "--rpc-key" or r.startswith("--rpc-key=") for r in rest):
+    rounds: Dict[Tuple[str, str, int], List[float]] = {}
+    if a.latency_rounds > 0 and any(r == "--rpc-key" or r.startswith("--rpc-key=") for r in rest):
         _say("latency rounds: with --rpc-key each run's own measurement on its device is reported "
              "(the interleaved rounds measure on this machine only)")
-        latency_rows = []
-    else:
-        latency_rows = measure_latency_rounds(runs, rest, a.latency_rounds, latency_path)
-    rounds = round_means(latency_rows)
+    elif a.latency_rounds > 0:
+        _, rounds = measure_latency_rounds(runs, rest, a.latency_rounds, latency_path)
     # -- reports
     rows = []
     for (net, m, seed), d in sorted(runs.items()):
@@ -550,8 +563,8 @@ def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> in
               "Estimated latency: Ansor's sum over tasks of weight x best measured latency (median over seeds of "
               "the final value; a task none of whose candidates built and ran is left out: tasks_given_up in "
               "curves.csv). Measured: end-to-end latency of the network compiled with the best schedules; "
-              + (f"per run the median of its measurements made after every run had finished (at least "
-                 f"{a.latency_rounds} each), the runs interleaved (latency.csv, and the last table); " if rounds else
+              + (f"per run the median of its rounds in one measurement batch of every run compared here (at least "
+                 f"{a.latency_rounds} rounds, the runs interleaved; latency.csv and the last table); " if rounds else
                  "per run its measurement right after its tuning; ")
               + "mean over seeds ± std over seeds (one seed: ± the std over its rounds, or of its repeats). "
               "Trials / s to X final: each run against X's run of the same seed (seed 0 where X has no such "
@@ -566,7 +579,7 @@ def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> in
     plot(runs, models, os.path.join(a.out, "curves.png"))
     print(md)
     _say(f"done in {time.time() - t0:.0f} s: {a.out}/summary.md, curves.csv, summary.csv, time.csv, "
-         + ("latency.csv, " if latency_rows else "") + "curves.png")
+         + ("latency.csv, " if rounds else "") + "curves.png")
     return 0
 
 

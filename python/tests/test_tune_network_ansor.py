@@ -190,11 +190,13 @@ def test_tune_bench_network_two_models(tmp_path, capsys):
     summary = {r["model"]: r for r in read_csv(out / "summary.csv")}
     assert set(summary) == {"xgb", "random"}
     assert summary["xgb"]["trials_to_xgb_pre"] == "-"  # no xgb-pre run
-    # Once both runs are finished, each network is measured again in 3 rounds (the default), the runs
-    # interleaved: every run's round 1 before any round 2. The measured column is each run's median.
+    # Once both runs are finished, their networks are measured again in one batch of 3 rounds (the
+    # default), the runs interleaved: every run's round 1 before any round 2. The measured column is
+    # each run's median.
     latency = read_csv(out / "latency.csv")
-    assert [(r["round"], r["model"]) for r in latency] == [("1", "random"), ("1", "xgb"), ("2", "xgb"),
-                                                           ("2", "random"), ("3", "random"), ("3", "xgb")]
+    assert [(r["batch"], r["round"], r["model"]) for r in latency] == [
+        ("1", "1", "random"), ("1", "1", "xgb"), ("1", "2", "xgb"), ("1", "2", "random"), ("1", "3", "random"),
+        ("1", "3", "xgb")]
     for m, r in summary.items():
         lat = json.loads((out / "runs" / f"tiny-{m}-s0" / "latency.json").read_text())
         mine = [float(x["mean_ms"]) for x in latency if x["model"] == m]
@@ -219,24 +221,26 @@ def test_tune_bench_network_two_models(tmp_path, capsys):
         assert (out / "curves.png").stat().st_size > 0
     except ImportError:
         assert not (out / "curves.png").exists()
-    assert "measured latency per run" in md and "(at least 3 each)" in md
+    assert "measured latency per run" in md and "(at least 3 rounds, the runs interleaved" in md
     # A rerun finds both runs finished and their rounds measured: it tunes and measures nothing. One
     # more round measures that round only.
     capsys.readouterr()
     assert tune_bench.main(args) == 0
     err = capsys.readouterr().err
-    assert err.count("done earlier") == 2 and "latency round" not in err
+    assert err.count("done earlier") == 2 and "latency batch" not in err
     assert read_csv(out / "latency.csv") == latency
     assert tune_bench.main(args + ["--latency-rounds", "4"]) == 0
     again = read_csv(out / "latency.csv")
     assert again[:6] == latency and [(r["round"], r["model"]) for r in again[6:]] == [("4", "xgb"), ("4", "random")]
-    # Fewer rounds asked for later: nothing is measured, and no measurement is dropped.
+    # Fewer rounds asked for later, or one of the runs alone: nothing is measured, nothing dropped.
     assert tune_bench.main(args + ["--latency-rounds", "2"]) == 0
     assert read_csv(out / "latency.csv") == again
     summary = {r["model"]: r for r in read_csv(out / "summary.csv")}
     for m in ("xgb", "random"):
         mine = [float(x["mean_ms"]) for x in again if x["model"] == m]
         assert float(summary[m]["measured_ms"]) == pytest.approx(statistics.median(mine), rel=1e-3)
+    assert tune_bench.main([x if x != "xgb,random" else "xgb" for x in args]) == 0
+    assert read_csv(out / "latency.csv") == again
     assert "--latency-rounds must not be negative" in _refused(["--scheduler", "ansor", "--network", "tiny",
                                                                 "--latency-rounds", "-1"], capsys)
     # Network tuning is Ansor's; an unknown model is refused.
@@ -367,6 +371,29 @@ def test_measured_latency_is_each_runs_median_of_its_rounds(tmp_path):
     assert rows["random"]["measured_ms"] == "40" and rows["random"]["measured_spread_ms"] == "0.5"
     md = _network_bench.latency_markdown(runs, rounds)
     assert "| xgb | 0 | 99.00 | 20.00 | 30.00 | 22.00 | 22.00 |" in md and "| random | 0 | 40.00 | - | - | - | - |" in md
+
+
+def test_latency_batches_report_runs_measured_side_by_side():
+    """The runs compared are reported from the latest batch that measured them all, topped up to the
+    rounds asked for; a run no batch holds with the others (a model added later) means a new batch of
+    them all, interleaved, never old rounds of some runs beside new rounds of another."""
+    x, t, r = ("n", "xgb", 0), ("n", "tclm", 0), ("n", "random", 0)
+
+    def rows(batch, runs, rounds):
+        return [{"network": "n", "model": k[1], "seed": str(k[2]), "batch": str(batch), "round": str(i)}
+                for i in rounds for k in runs]
+
+    old = rows(1, [x, t], [1, 2, 3])
+    assert _network_bench.plan_latency(old, [x, t], 3) == (1, [])
+    assert _network_bench.plan_latency(old, [x], 2) == (1, [])
+    # Round 4 starts from the second run (round r from the r-th, cyclically).
+    assert _network_bench.plan_latency(old, [t, x], 4) == (1, [(4, x), (4, t)])
+    assert _network_bench.plan_latency(old, [x, t, r], 2) == (2, [(1, r), (1, t), (1, x), (2, t), (2, x), (2, r)])
+    # A later batch with them all is the one reported, and resumed where it stopped.
+    both = old + rows(2, [x, t, r], [1]) + rows(2, [r], [2])
+    assert _network_bench.plan_latency(both, [x, t, r], 2) == (2, [(2, t), (2, x)])
+    assert _network_bench.plan_latency(both, [x, t], 3) == (2, [(2, x), (2, t), (3, t), (3, x)])
+    assert _network_bench.plan_latency([], [x], 1) == (1, [(1, x)])
 
 
 def test_summary_pairs_each_run_with_the_xgb_run_of_its_seed(tmp_path):
