@@ -32,8 +32,8 @@ Outputs: curves.csv (every run's curve: one row per measurement round with trial
 Ansor's estimated network latency), latency.csv (every run's interleaved latency measurements),
 summary.csv and summary.md (per network and model: final estimated latency, measured end-to-end
 latency, trials and wall time to reach xgb's and xgb-pre's final estimated latency and the speed-up
-against them; per run, its latency right after tuning and in each round), time.csv and summary.md's second table (per run:
-where its tuning time went, from its tune.json: building and running candidates, search, cost-model
+against them; per run, its latency right after tuning and in each round), time.csv and summary.md's
+second table (per run: where its tuning time went, from its tune.json: building and running candidates, search, cost-model
 updates (tclm's fine-tuning, XGBModel's training), prediction; and how many of its processes died
 inside TVM), curves.png (estimated latency against trials and against wall time, median over seeds;
 needs matplotlib).
@@ -197,10 +197,15 @@ def run_trials(run_dir: str) -> Optional[int]:
 
 
 def read_latency_rows(path: str) -> List[dict]:
+    """latency.csv's rows; a file with other columns is refused (SystemExit naming it), not overwritten."""
     if not os.path.exists(path):
         return []
     with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+        reader = csv.DictReader(f)
+        if reader.fieldnames != LATENCY_FIELDS:
+            raise SystemExit(f"tclm tune-bench: error: {path}: columns {reader.fieldnames} are not those of "
+                             f"latency.csv ({', '.join(LATENCY_FIELDS)}); move the file away to measure anew")
+        return list(reader)
 
 
 def plan_latency(rows: List[dict], keys: List[Tuple[str, str, int]], rounds: int) -> Tuple[int, list]:

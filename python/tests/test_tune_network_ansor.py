@@ -396,6 +396,14 @@ def test_latency_batches_report_runs_measured_side_by_side():
     assert _network_bench.plan_latency([], [x], 1) == (1, [(1, x)])
 
 
+def test_a_latency_file_of_other_columns_is_refused_and_kept(tmp_path):
+    bad = tmp_path / "latency.csv"
+    bad.write_text("network,model,seed,round,mean_ms\nn,xgb,0,1,20\n")
+    with pytest.raises(SystemExit, match="latency.csv: columns .* move the file away"):
+        _network_bench.measure_latency_rounds({("n", "xgb", 0): str(tmp_path)}, [], 3, str(bad))
+    assert bad.read_text() == "network,model,seed,round,mean_ms\nn,xgb,0,1,20\n"
+
+
 def test_summary_pairs_each_run_with_the_xgb_run_of_its_seed(tmp_path):
     """Two xgb seeds with different finals: each is reached by its own run at its last round (ratio
     1), a tclm seed is measured against the xgb run of its seed, and a one-seed model against seed 0.

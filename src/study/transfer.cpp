@@ -288,7 +288,8 @@ std::string transfer_markdown(const TransferStudyResult& result, const TransferS
                                            load_weights(result.kb_path).num_parameters());
   if (!result.evaluated) {
     return fmt::format("target {} with {} of {} programs measured ({}), sources {}: no test tasks (--test-fraction 0), "
-                       "so nothing was evaluated; every platform's training and validation tasks were learned\n{}",
+                       "so nothing was evaluated; every platform's training tasks were learned, and the epochs kept were "
+                       "chosen on its validation tasks (--valid-fraction; on the training tasks when it is 0)\n{}",
                        target, result.target_measured, result.target_pool, sample_method_name(o.sampler), joined,
                        kb_size);
   }
