@@ -228,8 +228,8 @@ def plan_latency(rows: List[dict], keys: List[Tuple[str, str, int]], rounds: int
 
 
 def measure_latency_rounds(runs: Dict[Tuple[str, str, int], str], rest: List[str], rounds: int,
-                           path: str) -> Tuple[List[dict], Dict[Tuple[str, str, int], List[float]]]:
-    """latency.csv's rows, and per run the means of the rounds that report it: end-to-end latency
+                           path: str) -> Dict[Tuple[str, str, int], List[float]]:
+    """Per run, the means of the rounds of latency.csv (`path`) that report it: end-to-end latency
     measurements of every run's network, compiled from its log, in one batch per network in which the
     runs are interleaved (plan_latency), so that the machine's drift touches every model alike. Rows of
     a log a run no longer has (tuned further since) are dropped; every other row is kept, also those
@@ -281,7 +281,7 @@ def measure_latency_rounds(runs: Dict[Tuple[str, str, int], str], rest: List[str
                           if int(r["batch"]) == batch and (r["network"], r["model"], int(r["seed"])) == k)
             reported[k] = [ms for _, ms in mine]
     write_csv_atomic(path, LATENCY_FIELDS, rows)
-    return rows, reported
+    return reported
 
 
 def summarize(runs: Dict[Tuple[str, str, int], str], models: List[str],
@@ -539,7 +539,7 @@ def _bench(a, rest: List[str], networks: List[str], seeds: Dict[str, int]) -> in
         _say("latency rounds: with --rpc-key each run's own measurement on its device is reported "
              "(the interleaved rounds measure on this machine only)")
     elif a.latency_rounds > 0:
-        _, rounds = measure_latency_rounds(runs, rest, a.latency_rounds, latency_path)
+        rounds = measure_latency_rounds(runs, rest, a.latency_rounds, latency_path)
     # -- reports
     rows = []
     for (net, m, seed), d in sorted(runs.items()):
