@@ -33,10 +33,10 @@ Ansor's estimated network latency), latency.csv (every run's interleaved latency
 summary.csv and summary.md (per network and model: final estimated latency, measured end-to-end
 latency, trials and wall time to reach xgb's and xgb-pre's final estimated latency and the speed-up
 against them; per run, its latency right after tuning and in each round), time.csv and summary.md's
-second table (per run: where its tuning time went, from its tune.json: building and running candidates, search, cost-model
-updates (tclm's fine-tuning, XGBModel's training), prediction; and how many of its processes died
-inside TVM), curves.png (estimated latency against trials and against wall time, median over seeds;
-needs matplotlib).
+second table (per run: where its tuning time went, from its tune.json: building and running
+candidates, search, cost-model updates (tclm's fine-tuning, XGBModel's training), prediction; and
+how many of its processes died inside TVM), curves.png (estimated latency against trials and against
+wall time, median over seeds; needs matplotlib).
 """
 
 from __future__ import annotations
