@@ -4,7 +4,7 @@
 # package. Separate from .venv-tvm because both TVMs install a module named `tvm`.
 #   TCLM_ANSOR_VENV=DIR  another venv directory (default .venv-ansor)
 #   --quiet              print only errors
-# Needs network access to PyPI (about 650 MB installed) and the core's Debian packages (scripts/setup.sh).
+# Needs network access to PyPI (about 1.6 GB installed) and the core's Debian packages (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quiet=()

@@ -5,7 +5,8 @@
 #   TCLM_VENV=DIR                 another venv directory (default .venv-tvm)
 #   CMAKE_BUILD_PARALLEL_LEVEL=N  compile jobs (default: nproc)
 #   TCLM_NO_TVM=1                 do not install TVM (python/requirements-tvm.txt: apache-tvm 0.26 for
-#                                 the MetaSchedule adapter, tclm collect and tune-bench; ~100 MB)
+#                                 the MetaSchedule adapter, tclm collect and tune-bench, with XGBoost:
+#                                 the venv takes ~1.5 GB)
 #   --quiet                       print only errors
 # Needs the core's Debian packages (scripts/setup.sh: simdjson, zlib, fmt, faiss, BLAS/LAPACK, OpenMP)
 # and, the first time, network access to PyPI for numpy, pytest, pybind11 and scikit-build-core.
