@@ -153,17 +153,26 @@ def cpu_info(cpuinfo_path: str = "/proc/cpuinfo") -> dict:
             "logical_cpus": procs or os.cpu_count() or 1, "physical_cores": len(cores) or None}
 
 
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity: `taskset`, a cgroup's cpuset), the default
+    `--cores` of every command that builds and measures here."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def add_tune_options(p: argparse.ArgumentParser, min_new_records: int) -> None:
     """The options `tclm tune` has with either scheduler: the machine, how candidates are measured, the
     tclm model's online fine-tuning (`min_new_records`: the scheduler's adapter default) and how the
     tuned network's latency is measured."""
-    p.add_argument("--cores", type=int, default=os.cpu_count() or 1,
+    p.add_argument("--cores", type=int, default=available_cores(),
                    help="target num-cores, builder workers and the runtime's threads (TVM_NUM_THREADS unless set)")
     p.add_argument("--mcpu", default="native", help="LLVM CPU: native (this machine's) or a name such as generic")
     p.add_argument("--mtriple", default=None, help="LLVM target triple of the devices when they are not this "
                    "machine's kind (e.g. aarch64-linux-gnu with --rpc-key; default: this machine's)")
     p.add_argument("--min-repeat-ms", type=int, default=100,
-                   help="measuring a candidate: each of its 3 runs lasts at least this long")
+                   help="measuring a candidate: one measurement of at least 3 runs, more until it lasts this long")
     p.add_argument("--build-timeout", type=int, default=60, help="seconds per candidate build")
     p.add_argument("--run-timeout", type=int, default=30, help="seconds per candidate run")
     p.add_argument("--no-retrain", action="store_true", help="tclm: keep the model fixed (no online fine-tuning)")

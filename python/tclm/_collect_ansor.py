@@ -60,8 +60,10 @@ idle machine after the collection (it extracts the tasks again; ~1 s per program
 Resume: the pool and the picks are a function of the seed, and a pick whose program is already in the
 task's record file is not measured again; a task collect.json marks done with the same settings is
 skipped without sampling. Ctrl-C or SIGTERM lets the batch being measured end and stops without
-writing it (a second one stops at once), so a resumed run measures it again. Another --pool, --budget, --method, --seed, --cores, --mcpu or platform in the
-same OUT is refused (its picks would differ); the networks may change (tasks accumulate).
+writing it (a second one stops at once), so a resumed run measures it again. Another --pool,
+--budget, --method, --seed, --sample-batch, --max-sample-factor, target (--cores, --mcpu, --mtriple)
+or platform in the same OUT is refused (its picks would differ); the networks may change (tasks
+accumulate).
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ import sys
 import time
 from typing import Dict, List, Optional, Tuple
 
-from ._cli import HelpFormatter, claim_output_dir, cpu_info, finite_float, release_output_dir, write_json_atomic
+from ._cli import (HelpFormatter, available_cores, claim_output_dir, cpu_info, finite_float, release_output_dir,
+                   write_json_atomic)
 from ._remote import Remote, add_rpc_options, ansor_runner, from_args, report_device_losses, require_remote_target
 
 #: Record error numbers (auto_scheduler.MeasureErrorNo) by name, for collect.json.
@@ -126,13 +129,6 @@ def platform_name(model: str, mcpu: str, cores: int) -> str:
         parts.append(mcpu_slug)
     parts.append(f"{cores}c")
     return "-".join(parts)
-
-
-def default_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 # ----------------------------------------------------------------------------------------- tasks
@@ -519,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="rdu", choices=["rdu", "random", "kcenter"],
                    help="which programs to measure (tclm.select_samples; default rdu)")
     p.add_argument("--seed", type=int, default=0, help="seed of the sampling and of the picks (default 0)")
-    p.add_argument("--cores", type=int, default=default_cores(),
+    p.add_argument("--cores", type=int, default=available_cores(),
                    help="cores of the target and parallel builds (default: the cores this process may use, "
                         "%(default)s)")
     p.add_argument("--mcpu", default="native", help="LLVM CPU: native (this machine's, default) or a name such as "

@@ -38,7 +38,7 @@ from typing import Optional
 import numpy as np
 
 from . import featurize, pool_features, select_samples
-from ._cli import HelpFormatter, claim_output_dir, finite_float, release_output_dir
+from ._cli import HelpFormatter, available_cores, claim_output_dir, finite_float, release_output_dir
 from ._remote import add_rpc_options, from_args, ms_runner, require_remote_target
 from .tune_bench import WORKLOADS, llvm_target, make_workload
 
@@ -190,7 +190,7 @@ def main_metaschedule(argv):
     p.add_argument("--budget", type=finite_float, default=0.1, help="fraction of the pool to measure, in (0, 1]")
     p.add_argument("--method", default="rdu", help="rdu, random, kcenter (tclm.select_samples)")
     p.add_argument("--seed", type=int, default=0, help="seed of the sampling and of the picks")
-    p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="target num-cores and parallel builds")
+    p.add_argument("--cores", type=int, default=available_cores(), help="target num-cores and parallel builds")
     p.add_argument("--timeout", type=finite_float, default=30.0, help="build and run timeout per candidate, seconds")
     p.add_argument("--batch", type=int, default=16, help="candidates measured per batch (the database grows per batch)")
     p.add_argument("--mcpu", default="native", help="LLVM CPU: 'native' (this machine's, the default), or a name "

@@ -33,8 +33,8 @@ import statistics
 import sys
 import time
 
-from ._cli import (HelpFormatter, claim_output_dir, release_output_dir, write_csv_atomic, write_json_atomic,
-                   write_text_atomic)
+from ._cli import (HelpFormatter, available_cores, claim_output_dir, release_output_dir, write_csv_atomic,
+                   write_json_atomic, write_text_atomic)
 from ._remote import add_rpc_options, ansor_runner, from_args, ms_runner, require_remote_target
 
 WORKLOADS = {
@@ -113,7 +113,8 @@ def tune_one(scheduler, *args, **kwargs):
 def tune_one_ansor(workload, model_name, seed, trials, per_iter, population, work_dir, cores, tclm_model, rows_out,
                    mcpu="native", mtriple=None, remote=None):
     """One Ansor run (TVM 0.19 auto_scheduler, SketchPolicy): the same measurement settings as the
-    MetaSchedule runs (3 runs of at least 100 ms per measurement, builder with `cores` workers)."""
+    MetaSchedule runs (one measurement of at least 3 runs, lasting at least 100 ms; builder with `cores`
+    workers)."""
     import random as pyrandom
 
     import numpy as np
@@ -297,7 +298,7 @@ def main(argv=None):
     p.add_argument("--trials", type=int, default=64, help="measured candidates per run (max_trials_global)")
     p.add_argument("--per-iter", type=int, default=16, help="candidates measured per search iteration")
     p.add_argument("--population", type=int, default=256, help="evolutionary search population")
-    p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="target num-cores and builder workers")
+    p.add_argument("--cores", type=int, default=available_cores(), help="target num-cores and builder workers")
     p.add_argument("--tclm-model", default=None,
                    help="starting tclm model: MetaSchedule trace encoding for metaschedule, Ansor step encoding "
                         "for ansor (required there)")

@@ -9,7 +9,8 @@ import threading
 import pytest
 
 from tclm._adapter import write_atomic
-from tclm._cli import HelpFormatter, claim_output_dir, finite_float, write_csv_atomic, write_json_atomic
+from tclm._cli import (HelpFormatter, add_tune_options, available_cores, claim_output_dir, finite_float,
+                       write_csv_atomic, write_json_atomic)
 
 
 @pytest.mark.parametrize("text", ["nan", "NaN", "inf", "-inf", "1e999", "Infinity"])
@@ -35,6 +36,26 @@ def test_help_says_each_default_once():
     assert "seed (default: 0)" in text  # 0 is said, though it equals False
     assert "pool per task (default: 256)" in text
     assert text.count("default") == 3  # --cores says its own; the switch and --model have none to say
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux and at least 2 CPUs to narrow the affinity")
+def test_cores_default_is_the_cpus_this_process_may_use():
+    # Under taskset or a cgroup's cpuset, os.cpu_count() still counts the whole machine; collecting and
+    # tuning on a narrowed set must default to the same, smaller core count (the target's num-cores).
+    from tclm import _collect_ansor
+
+    allowed = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {min(allowed)})
+        assert available_cores() == 1
+        tune = argparse.ArgumentParser()
+        add_tune_options(tune, min_new_records=64)
+        assert tune.parse_args([]).cores == 1
+        assert _collect_ansor.build_parser().parse_args(["--out", "x"]).cores == 1
+    finally:
+        os.sched_setaffinity(0, allowed)
+    assert available_cores() == len(allowed)
 
 
 def test_a_failed_report_write_leaves_the_old_file(tmp_path):
