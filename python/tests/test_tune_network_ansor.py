@@ -10,6 +10,7 @@ compiled network correct, reports), not tuning quality.
 import csv
 import json
 import math
+import os
 import statistics
 import signal
 import sys
@@ -118,6 +119,22 @@ def test_tune_tiny_network_end_to_end_and_resume(model, tmp_path):
     # Another cost model into the same --out is refused.
     with pytest.raises(SystemExit):
         _tune_ansor.main(["--network", "tiny", "--cost-model", "random", "--out", str(out), "--trials", "12"] + FAST)
+
+
+def test_compiling_a_network_never_asks_tophub(monkeypatch):
+    """A process that compiles a tuned network without having extracted its tasks first (tune-bench's
+    latency batch) must not fetch TopHub's AutoTVM configurations: offline it would spend ~100 s
+    in retries, and online it could build the untuned operators unlike the run's own compile."""
+    from tvm.autotvm import tophub
+
+    monkeypatch.setenv("TOPHUB_LOCATION", "unset below")    # so that the test's end restores the user's value
+    monkeypatch.delenv("TOPHUB_LOCATION")
+    asked = []
+    monkeypatch.setattr(tophub, "check_backend", lambda location, backend: asked.append(backend) or False)
+    net = relay_network("tiny")
+    _tune_ansor.compile_network(net, tvm.target.Target("llvm"), None)
+    assert asked == []
+    assert os.environ["TOPHUB_LOCATION"] == "NONE"
 
 
 @pytest.mark.parametrize("per_round, overrides, random_per_round", [
