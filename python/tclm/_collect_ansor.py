@@ -593,7 +593,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def collect(a, networks: List[str], excluded: List[str], argv: List[str], remote: Optional[Remote] = None) -> int:
-    os.environ.setdefault("TOPHUB_LOCATION", "NONE")
+    from .networks import without_tophub
+
+    without_tophub()
     # Ansor's runner and the extracted tasks take the core count from the runtime's thread pool.
     os.environ.setdefault("TVM_NUM_THREADS", str(a.cores))
     claim_output_dir(a.out, "collect")

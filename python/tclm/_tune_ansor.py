@@ -709,12 +709,11 @@ def search_params(population: int, per_round: int, overrides: List[str]) -> dict
 
 def compile_network(net, target, log: Optional[str]):
     """The network built with the best schedules of `log` (Ansor's ApplyHistoryBest with
-    relay.backend.use_auto_scheduler), or with TVM's default schedules when log is None.
-    TOPHUB_LOCATION=NONE unless the user set it, as in task extraction: the build falls back to
-    TopHub's AutoTVM configurations for operators without a schedule, so a process that compiles
-    without having extracted tasks first (the benchmark's latency batch) would otherwise retry the
-    download offline and could build those operators differently from the run's own compile."""
-    os.environ.setdefault("TOPHUB_LOCATION", "NONE")
+    relay.backend.use_auto_scheduler), or with TVM's default schedules when log is None; without
+    TopHub (networks.without_tophub), also in a process that extracted no tasks first."""
+    from .networks import without_tophub
+
+    without_tophub()
     import tvm
     from tvm import auto_scheduler, relay
 

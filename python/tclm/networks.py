@@ -10,8 +10,8 @@ not depend on the weights' values, only on shapes and layouts. ``tiny`` is a thr
 (conv2d + relu, global pooling, dense) for the end-to-end tests: a handful of small tasks that tune
 and compile in seconds.
 
-Task extraction runs with ``TOPHUB_LOCATION=NONE`` unless the user set it: offline, TVM otherwise
-spends ~100 s per network retrying the TopHub download (Ansor does not use TopHub configurations).
+Task extraction and compilation run with ``TOPHUB_LOCATION=NONE`` unless the user set it
+(:func:`without_tophub`).
 """
 
 from __future__ import annotations
@@ -121,12 +121,21 @@ def onnx_network(path: str, inputs: List[str], dtype: str = "float32") -> Networ
     return Network(name=name, mod=mod, params=params, inputs={k: (v, dtype) for k, v in shapes.items()})
 
 
+def without_tophub() -> None:
+    """TOPHUB_LOCATION=NONE unless the user set it, for every extraction and compile of a network. TVM
+    otherwise fetches TopHub's AutoTVM configurations each time: offline it retries the download (for
+    as long as the connection takes to fail), and online the operators Ansor did not tune would be
+    built with them in one process and without them in another that set this, so a run's own compile
+    and a later one (tune-bench's latency batch) could differ. Ansor does not use TopHub."""
+    os.environ.setdefault("TOPHUB_LOCATION", "NONE")
+
+
 def extract_ansor_tasks(net: Network, target, hardware_params=None) -> Tuple[list, List[int]]:
     """Ansor's search tasks of `net` for `target` and their weights (how often each occurs). With
     `hardware_params` (auto_scheduler.HardwareParams) every task is remade with them: extraction
     otherwise takes the core count from the runtime's thread pool (1 on a 2-vCPU machine), not from
     the target's -num-cores, and the search sizes its parallel loops for that count."""
-    os.environ.setdefault("TOPHUB_LOCATION", "NONE")
+    without_tophub()
     from tvm import auto_scheduler
 
     tasks, weights = auto_scheduler.extract_tasks(net.mod["main"], net.params, target)

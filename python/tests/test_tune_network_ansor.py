@@ -123,8 +123,8 @@ def test_tune_tiny_network_end_to_end_and_resume(model, tmp_path):
 
 def test_compiling_a_network_never_asks_tophub(monkeypatch):
     """A process that compiles a tuned network without having extracted its tasks first (tune-bench's
-    latency batch) must not fetch TopHub's AutoTVM configurations: offline it would spend ~100 s
-    in retries, and online it could build the untuned operators unlike the run's own compile."""
+    latency batch) must not fetch TopHub's AutoTVM configurations: offline it would retry the download,
+    and online it could build the untuned operators unlike the run's own compile."""
     from tvm.autotvm import tophub
 
     monkeypatch.setenv("TOPHUB_LOCATION", "unset below")    # so that the test's end restores the user's value
