@@ -91,6 +91,12 @@ Command add_transfer_command(CLI::App& app) {
                               "the paper's EWC at e.g. 1e4 kept the KB below its active column, docs/transfer.md)",
                               o->ckd.lambda))
       ->check(CLI::Range(0.0, 1e12));
+  cmd->add_option("--earlier-weight", o->ckd.earlier_weight,
+                  fmt::format("Weight of the earlier platforms' programs in CL (the frozen KB teaches the active column "
+                              "their order) and in KD (the active column teaches the KB theirs, beside the new "
+                              "platform's); no label is read (default {:g}; 0 = the new platform's programs alone)",
+                              o->ckd.earlier_weight))
+      ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--phi-floor", o->ckd.phi_floor, fmt::format("Lower bound of Phi (default {:g})", o->ckd.phi_floor))->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--phi-decay", o->ckd.phi_decay, fmt::format("Phi decay per CL epoch (default {:g}; 1 = none)", o->ckd.phi_decay))->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--lr-cl", o->ckd.lr_cl, fmt::format("CL learning rate (default {:g})", o->ckd.lr_cl))->check(CLI::Range(1e-7, 1.0));

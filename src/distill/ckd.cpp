@@ -10,6 +10,7 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "common/timer.h"
 #include "tclm/error.h"
@@ -263,7 +264,8 @@ std::vector<torch::Tensor> list_fisher(MambaCostModel& model, const Dataset& dat
 struct CkdTrainer {
   static CkdPhaseLog learn(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
-                           const CkdOptions& o, const std::function<void(const DatasetScorer&)>& after_cl) {
+                           const CkdOptions& o, const std::function<void(const DatasetScorer&)>& after_cl,
+                           const EarlierPrograms& earlier) {
     if (train_tasks.empty()) throw Error("learn_platform(" + platform + "): no training tasks");
     if (!(o.temperature > 0) || !std::isfinite(o.temperature))
       throw Error(fmt::format("learn_platform({}): the distillation temperature must be finite and > 0 (CL {:g})",
@@ -303,6 +305,63 @@ struct CkdTrainer {
     MambaCostModel& model = kb.model_;
     if (dist != nullptr) dist->broadcast_parameters(model->parameters());  // every process starts from rank 0's KB
     ScoreFn kb_score = [&](const torch::Tensor& x, const torch::Tensor& m) { return model->forward(x, m); };
+    // The earlier platforms' programs (no label is read): one batch of them per step of CL and of KD.
+    std::vector<uint32_t> earlier_tasks;
+    if (o.earlier_weight > 0 && earlier.data != nullptr && !kb.learned_.empty()) {
+      check_feature_family(version, earlier.data->feature_version(), "the earlier platforms' programs for " + platform);
+      if (earlier.data->shards() != data.shards()) {
+        throw Error(fmt::format("learn_platform({}): the earlier platforms' programs were loaded as {} shard(s), the "
+                                "platform's as {}; load both with the same LoadOptions shard and shards",
+                                platform, earlier.data->shards(), data.shards()));
+      }
+      // Only the workloads this platform has no task of: where it measured a workload, its labels
+      // say how to rank it, and an order learned on another platform would contradict them.
+      std::set<std::string> own;
+      for (const auto* part : {&train_tasks, &valid_tasks}) {
+        for (uint32_t t : *part) own.insert(data.tasks()[t].workload_key);
+      }
+      for (uint32_t t : earlier.tasks) {
+        if (t >= earlier.data->tasks().size()) {
+          throw Error(fmt::format("learn_platform({}): earlier platforms' task {} out of range", platform, t));
+        }
+        if (own.count(earlier.data->tasks()[t].workload_key) != 0) continue;
+        earlier_tasks.push_back(t);
+        log.earlier_programs += static_cast<int64_t>(earlier.data->tasks()[t].programs.size());
+      }
+      log.earlier_tasks = static_cast<int64_t>(earlier_tasks.size());
+    }
+    const bool use_earlier = !earlier_tasks.empty();
+    // Their own random stream, so that the platform's batches are drawn as without them.
+    std::mt19937_64 earlier_rng(o.seed ^ std::hash<std::string>{}(platform) ^ 0x9e3779b97f4a7c15ull);
+    std::vector<Batch> earlier_batches;
+    size_t earlier_next = 0;
+    // The next batch of the earlier platforms' programs (this process's part of it; none when it owns
+    // none of the batch's groups), reshuffled whenever they are used up. Called once per step on
+    // every process alike.
+    auto next_earlier = [&]() -> std::optional<BatchTensors> {
+      if (earlier_next >= earlier_batches.size()) {
+        earlier_batches = make_batches(*earlier.data, earlier_tasks, o.batch_size, o.group_size, earlier_rng);
+        earlier_next = 0;
+      }
+      if (earlier_batches.empty()) return std::nullopt;
+      const Batch& b = earlier_batches[earlier_next++];
+      const Batch mine = dist != nullptr ? dist->owned_part(*earlier.data, b) : Batch{};
+      const Batch& part = dist != nullptr ? mine : b;
+      if (part.groups.empty()) return std::nullopt;
+      return to_tensors(*earlier.data, part, o.group_size);
+    };
+    // ListwiseKD(student <- teacher) on the next batch of the earlier platforms' programs, into `part`.
+    auto earlier_term = [&](LossPart* part, const ScoreFn& teacher, const ScoreFn& student) {
+      const auto eb = next_earlier();
+      if (!eb) return;
+      torch::Tensor t;
+      {
+        torch::NoGradGuard ng;
+        t = eb->to_grid(teacher(eb->x, eb->mask));
+      }
+      part->mean = listwise_distill_loss(eb->to_grid(student(eb->x, eb->mask)), t, eb->label_mask, 1.0, &part->normalizer);
+      part->weight = o.earlier_weight;
+    };
 
     // ---- Phi from the KB's ranking quality on this platform's (measured) training data: its top-1
     // score (task mean) above a random ranking's, as a fraction of the possible gain.
@@ -339,7 +398,8 @@ struct CkdTrainer {
     FitSpec cl{"CL " + platform, ac.get(), ac->parameters(), o.lr_cl, o.epochs_cl,
                [&](const BatchTensors* bt, int epoch) {
                  StepLoss loss;
-                 loss.parts.resize(2);
+                 loss.parts.resize(3);
+                 if (use_earlier) earlier_term(&loss.parts[2], kb_score, ac_score);
                  if (bt == nullptr) return loss;
                  const auto s = bt->to_grid(ac->forward(bt->x, bt->mask));
                  loss.parts[0].mean = lambdarank_loss(s, bt->labels, bt->label_mask, &loss.parts[0].normalizer);
@@ -383,7 +443,8 @@ struct CkdTrainer {
     FitSpec kd{"KD " + platform, model.get(), model->parameters(), o.lr_kd, o.epochs_kd,
                [&](const BatchTensors* bt, int epoch) {
                  StepLoss loss;
-                 loss.parts.resize(1);
+                 loss.parts.resize(2);
+                 if (use_earlier) earlier_term(&loss.parts[1], ac_score, kb_score);
                  if (bt != nullptr) {
                    torch::Tensor teacher;
                    {
@@ -440,8 +501,9 @@ struct CkdTrainer {
 
 CkdPhaseLog learn_platform(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
-                           const CkdOptions& options, const std::function<void(const DatasetScorer&)>& after_cl) {
-  return CkdTrainer::learn(kb, data, train_tasks, valid_tasks, platform, options, after_cl);
+                           const CkdOptions& options, const std::function<void(const DatasetScorer&)>& after_cl,
+                           const EarlierPrograms& earlier) {
+  return CkdTrainer::learn(kb, data, train_tasks, valid_tasks, platform, options, after_cl, earlier);
 }
 
 std::string to_json(const CkdPhaseLog& l) {
@@ -457,6 +519,8 @@ std::string to_json(const CkdPhaseLog& l) {
       {"cl_kept_epoch", l.cl_kept_epoch},
       {"kd_kept_epoch", l.kd_kept_epoch},
       {"kd_programs", l.kd_programs},
+      {"earlier_tasks", l.earlier_tasks},
+      {"earlier_programs", l.earlier_programs},
       {"ac_valid_top1", l.ac_valid_top1},
       {"kb_valid_top1", l.kb_valid_top1},
       {"ac_train_top1", l.ac_train_top1},

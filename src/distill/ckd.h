@@ -3,8 +3,9 @@
 // Two models. The knowledge base (KB) is a compact Mamba cost model that holds what every learned
 // platform taught; it is the model deployed for tuning, and its size never changes. The active
 // column (AC) learns the current platform. Platforms are learned one after another, and nothing of
-// an earlier platform but the KB and its EWC state (diagonal Fisher information and anchor parameters,
-// the same shapes as the KB) is carried: no earlier platform's measurements are needed later.
+// an earlier platform but the KB, its EWC state (diagonal Fisher information and anchor parameters,
+// the same shapes as the KB) and its training programs without their labels (EarlierPrograms) is
+// carried: no earlier platform's measurements are needed later.
 //
 // Per platform t (learn_platform):
 //   Phi   = the KB's ranking quality on t's (measured) training data: its top-1 score (task mean,
@@ -18,16 +19,24 @@
 //   CL    the AC starts from the KB's knowledge: its Mamba column is a copy of the KB, plus a lateral
 //         connection from the frozen KB's pooled representation (zero-initialised, so AC = KB at the
 //         start; Progress & Compress, Schwarz et al. 2018). Trained on t's data with
-//           L = LambdaRank(AC) + beta * Phi_e * ListwiseKD(AC <- KB),   Phi_e = Phi * phi_decay^(epoch-1)
+//           L = LambdaRank(AC) + beta * Phi_e * ListwiseKD(AC <- KB) + w * ListwiseKD_E(AC <- KB),
+//           Phi_e = Phi * phi_decay^(epoch-1)
+//         where _E is one batch per step of E, the earlier platforms' training programs of workloads t
+//         has no task of (no label read; w = earlier_weight). The first two terms are on t's data.
 //         The KB is frozen during CL, so the spec's EWC term (which acts on the KB) is zero here.
 //   KD    the AC is frozen; the KB, starting from its own weights, is trained to match it:
-//           L = ListwiseKD(KB <- AC) + lambda * sum_j F_j (theta_j - theta*_j)^2
-//         on t's measured training programs (temperature 1: the AC's z-scored scores as they are).
-//         lambda is 0 by default: nothing pulls the KB back. The earlier platforms are kept because
-//         the AC learned t under the KB's teaching and KD starts from the KB's weights; a pull towards
-//         the old KB (EWC in parameter space, or a replay of the earlier platforms' programs ranked by
-//         the old KB in function space) kept the KB 0.06-0.09 top-1 below the AC on the target and
-//         kept the earlier platforms no better than the spread over seeds (docs/experiments/transfer.md).
+//           L = ListwiseKD(KB <- AC) + w * ListwiseKD_E(KB <- AC) + lambda * sum_j F_j (theta_j - theta*_j)^2
+//         the first term on t's measured training programs (temperature 1: the AC's z-scored scores as
+//         they are). One teacher for both: the AC, which learned t's programs from their labels and
+//         kept E's order from the KB. Without E (w = 0) the AC ranks an earlier platform's new workloads
+//         worse than the KB did before t, and only KD's start from the KB's weights holds them; with E
+//         the earlier platforms ended 0.03 higher in both CPU orders of docs/transfer.md (tuning split,
+//         every seed). Workloads t has measured are left out of E: there t's labels say how to rank,
+//         and in the GPU orders (one operator suite on three GPUs) the earlier platforms' order of the
+//         same workloads held the new platform back (docs/experiments/transfer.md).
+//         lambda is 0 by default: a pull towards the old KB's parameters (EWC), or towards its ranking
+//         of the earlier platforms' programs in KD (a replay with the old KB as the teacher), kept the
+//         KB 0.06-0.09 top-1 below the AC on the target.
 //   EWC   after KD, the diagonal (empirical) Fisher information of the KB on t's data,
 //         F_t = mean over ranking lists of (d LambdaRank_list / d theta)^2 (list_fisher below), is
 //         accumulated: F <- fisher_gamma * F + F_t, and the anchors theta* become the KB's current
@@ -54,6 +63,8 @@ struct CkdOptions {
   MambaConfig kb;               // knowledge-base architecture (n_features set from the encoding)
   double beta = 0.5;            // teacher weight in CL
   double lambda = 0;            // EWC strength in KD (0 = no EWC, the default; the paper's term at e.g. 1e4)
+  double earlier_weight = 1;    // weight of the earlier platforms' programs in CL and KD (EarlierPrograms;
+                                // 0 = the platform's programs alone)
   double phi_floor = 0.1;       // Phi never drops below this once a platform is learned
   double phi_decay = 1.0;       // Phi_e = Phi * phi_decay^(epoch - 1) during CL
   bool dynamic_phi = true;      // false: Phi = 1 (ablation)
@@ -145,6 +156,8 @@ struct CkdPhaseLog {
   int cl_kept_epoch = 0, kd_kept_epoch = 0;                  // the epochs kept (CkdOptions::select), 1-based
   double ac_valid_top1 = 0, kb_valid_top1 = 0;               // the kept epochs' validation top-1
   int64_t kd_programs = 0;        // programs KD distilled on (each epoch): the measured training programs
+  int64_t earlier_tasks = 0, earlier_programs = 0;  // the earlier platforms' tasks (of workloads this
+                                                    // platform has none of) CL and KD drew a batch of per step
   // Where the KD phase loses: both models' top-1 (task mean) and pairwise accuracy on the programs
   // KD distilled on (the platform's measured training programs), after KD; valid figures above.
   double ac_train_top1 = 0, kb_train_top1 = 0, ac_train_pairwise = 0, kb_train_pairwise = 0;
@@ -156,6 +169,15 @@ struct CkdPhaseLog {
 /// higher = predicted faster. What `after_cl` below receives for the active column.
 using DatasetScorer = std::function<std::vector<float>(const Dataset& data, const std::vector<uint32_t>& programs)>;
 
+/// Programs of the platforms learned before (their training programs; no label is read), for the
+/// terms that keep those platforms (CkdOptions::earlier_weight; see the top of this file). Tasks of a
+/// workload key the new platform has a training or validation task of are left out by learn_platform.
+/// Empty for the first platform.
+struct EarlierPrograms {
+  const Dataset* data = nullptr;
+  std::vector<uint32_t> tasks;  // tasks of *data, of any platforms learned before
+};
+
 /// Learns one platform: Phi, CL, KD, Fisher update (see the top of this file). `train_tasks` and
 /// `valid_tasks` index data.tasks() and must all be of one platform (named `platform` in the log).
 /// `after_cl`, if set, is called once after the CL phase with a scorer of the trained active column
@@ -164,11 +186,14 @@ using DatasetScorer = std::function<std::vector<float>(const Dataset& data, cons
 /// the call; it may score any dataset of the same encoding (with N processes, a shard of the same
 /// records, and every process must call it with the same programs: it combines their scores).
 /// Both phases keep the epoch chosen on `valid_tasks` (or `train_tasks` when there are none).
+/// `earlier`: the platforms learned before (their data must be of the same encoding and, with N
+/// processes, sharded like `data`).
 /// Throws tclm::Error if train_tasks is empty, the tasks mix platforms, or the loss diverges.
 CkdPhaseLog learn_platform(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
                            const CkdOptions& options,
-                           const std::function<void(const DatasetScorer& active_column)>& after_cl = {});
+                           const std::function<void(const DatasetScorer& active_column)>& after_cl = {},
+                           const EarlierPrograms& earlier = {});
 
 /// JSON of a phase log.
 std::string to_json(const CkdPhaseLog& log);

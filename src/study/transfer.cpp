@@ -231,14 +231,16 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
           result.ckd_phases.push_back(
               nlohmann::ordered_json{{"method", method}, {"seed", seed}, {"phase", nlohmann::ordered_json::parse(to_json(log))}});
         };
+        EarlierPrograms earlier{&d, {}};
         for (const auto& s : sources) {
           if (progress) std::fprintf(stderr, "[%s seed %d] learning source %s\n", method.c_str(), seed, s.c_str());
-          log_phase(learn_platform(kb, d, of(split.train, s), of(split.valid, s), s, co, eval_ac(s)));
+          log_phase(learn_platform(kb, d, of(split.train, s), of(split.valid, s), s, co, eval_ac(s), earlier));
+          for (uint32_t t : of(split.train, s)) earlier.tasks.push_back(t);
           evaluate_all(method, seed, ++phase, "learn " + s, kb_scorer, platforms);
         }
         if (progress) std::fprintf(stderr, "[%s seed %d] learning target %s\n", method.c_str(), seed, target.c_str());
         log_phase(learn_platform(kb, target_data, of(split.train, target), of(split.valid, target), target, co,
-                                 eval_ac(target)));
+                                 eval_ac(target), earlier));
         evaluate_all(method, seed, ++phase, "learn " + target, kb_scorer, platforms);
         if (method == "tcl" && seed == o.first_seed) {
           std::string joined;

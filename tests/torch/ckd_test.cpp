@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "distill/ckd.h"
 #include "test_util.h"
@@ -419,7 +420,8 @@ TEST(Ckd, KdBringsTheKbToTheActiveColumnsOrderOnHeldOutWorkloads) {
 }
 
 TEST(Ckd, LearningTheNextPlatformKeepsTheEarlierOnesRanking) {
-  // With the default KD (nothing pulls the KB back), learning the MI50's depthwise convolutions (other
+  // KD from the KB's own weights, nothing pulling the KB back and no earlier platforms' programs (the
+  // next test adds them): learning the MI50's depthwise convolutions (other
   // workloads than the K80's pooling, like the CPU orders of docs/transfer.md) keeps the KB's ranking
   // of the K80's held-out workloads near what it was right after the K80: its pairwise accuracy on
   // them drops by less than 0.03, and the order of their pairs stays far closer to the one it had than
@@ -445,4 +447,99 @@ TEST(Ckd, LearningTheNextPlatformKeepsTheEarlierOnesRanking) {
               after_k80.pairwise, after_mi50.pairwise, after_k80.top1.task_mean, after_mi50.top1.task_mean, kept, untrained);
   EXPECT_GT(after_mi50.pairwise, after_k80.pairwise - 0.03);
   EXPECT_GT(kept, untrained + 0.2);
+}
+
+TEST(Ckd, TheEarlierPlatformsProgramsKeepTheirOrderInTheActiveColumnAndTheKb) {
+  // The K80's pooling, then the MI50's depthwise convolutions (other workloads, like the CPU orders of
+  // docs/transfer.md), twice from the same KB: once with the K80's training programs as the earlier
+  // platforms' programs, once without (earlier_weight 0). On the K80's held-out workloads, which
+  // neither run distils on, the term is what keeps the order the KB had right after the K80: the
+  // active column after CL and the KB after KD order more of their pairs as that KB did with it.
+  TwoPlatforms p("k80/pooling", "mi50/depthwise");
+  const auto k80_held_out = p.of(p.s.test, "k80");
+  ASSERT_FALSE(k80_held_out.empty());
+  const std::vector<uint32_t> programs = programs_of(p.d, k80_held_out);
+  const EarlierPrograms earlier{&p.d, p.of(p.s.train, "k80")};
+  struct Kept {
+    double ac = 0, kb = 0;
+    int64_t earlier_programs = 0;
+  };
+  std::vector<float> after_k80;
+  auto run = [&](double weight) {
+    CkdOptions o = small_options();
+    o.earlier_weight = weight;
+    KnowledgeBase kb(o.kb, 0);
+    learn_platform(kb, p.d, p.of(p.s.train, "k80"), p.of(p.s.valid, "k80"), "k80", o, {}, earlier);
+    const std::vector<float> before = predict_programs(kb.model(), p.d, programs);
+    if (after_k80.empty()) after_k80 = before;
+    EXPECT_EQ(max_diff(before, after_k80), 0.0) << "the first platform depends on the weight";
+    Kept k;
+    const CkdPhaseLog log = learn_platform(kb, p.d, p.of(p.s.train, "mi50"), p.of(p.s.valid, "mi50"), "mi50", o,
+                                           [&](const DatasetScorer& ac) {
+                                             k.ac = pair_agreement(p.d, k80_held_out, before, ac(p.d, programs));
+                                           },
+                                           earlier);
+    k.kb = pair_agreement(p.d, k80_held_out, before, predict_programs(kb.model(), p.d, programs));
+    k.earlier_programs = log.earlier_programs;
+    return k;
+  };
+  const Kept without = run(0.0), with = run(1.0);
+  std::printf("K80 held-out pairs ordered as right after the K80: active column %.4f without, %.4f with; "
+              "KB %.4f without, %.4f with\n",
+              without.ac, with.ac, without.kb, with.kb);
+  EXPECT_EQ(without.earlier_programs, 0);
+  EXPECT_EQ(with.earlier_programs, static_cast<int64_t>(programs_of(p.d, earlier.tasks).size()));
+  EXPECT_GT(with.ac, without.ac + 0.02);
+  EXPECT_GT(with.kb, without.kb + 0.02);
+}
+
+TEST(Ckd, TheEarlierPlatformsProgramsAreOnlyThoseOfWorkloadsTheNewPlatformLacks) {
+  // Earlier platforms: the K80's pooling (the same workloads as the V100's pooling: one operator
+  // suite) and the MI50's depthwise convolutions (other workloads). Learning the V100's pooling, the
+  // K80's programs are left out (the V100's labels rank those workloads) and the MI50's are kept:
+  // the counts are checked against the workload keys. A phase whose earlier programs are all left
+  // out trains exactly as one given none.
+  const std::string root = test::source_dir() + "/data/records/";
+  const Dataset d = Dataset::load({DataSource::parse("k80=" + root + "k80/pooling"),
+                                   DataSource::parse("mi50=" + root + "mi50/depthwise"),
+                                   DataSource::parse("v100=" + root + "v100/pooling")},
+                                  LoadOptions{});
+  const Split s = make_split(d, SplitOptions{});
+  auto of = [&](const std::vector<uint32_t>& part, const std::string& platform) {
+    std::vector<uint32_t> out;
+    for (uint32_t t : part) {
+      if (d.platforms()[d.tasks()[t].platform] == platform) out.push_back(t);
+    }
+    return out;
+  };
+  const auto v100_train = of(s.train, "v100"), v100_valid = of(s.valid, "v100");
+  std::set<std::string> v100_keys;
+  for (const auto* part : {&v100_train, &v100_valid}) {
+    for (uint32_t t : *part) v100_keys.insert(d.tasks()[t].workload_key);
+  }
+  const EarlierPrograms k80{&d, of(s.train, "k80")}, mi50{&d, of(s.train, "mi50")};
+  ASSERT_FALSE(k80.tasks.empty());
+  ASSERT_FALSE(mi50.tasks.empty());
+  int64_t mi50_programs = 0;
+  for (uint32_t t : k80.tasks) EXPECT_EQ(v100_keys.count(d.tasks()[t].workload_key), 1u);
+  for (uint32_t t : mi50.tasks) {
+    EXPECT_EQ(v100_keys.count(d.tasks()[t].workload_key), 0u);
+    mi50_programs += static_cast<int64_t>(d.tasks()[t].programs.size());
+  }
+  EarlierPrograms both = k80;
+  both.tasks.insert(both.tasks.end(), mi50.tasks.begin(), mi50.tasks.end());
+  const CkdOptions o = tiny_options();
+  auto second_phase = [&](const EarlierPrograms& earlier, CkdPhaseLog* log) {
+    KnowledgeBase kb(o.kb, 0);
+    learn_platform(kb, d, of(s.train, "k80"), of(s.valid, "k80"), "k80", o);
+    *log = learn_platform(kb, d, v100_train, v100_valid, "v100", o, {}, earlier);
+    return predict_programs(kb.model(), d, programs_of(d, v100_valid));
+  };
+  CkdPhaseLog log_both, log_k80, log_none;
+  second_phase(both, &log_both);
+  EXPECT_EQ(log_both.earlier_tasks, static_cast<int64_t>(mi50.tasks.size()));
+  EXPECT_EQ(log_both.earlier_programs, mi50_programs);
+  const auto with_k80 = second_phase(k80, &log_k80), with_none = second_phase({}, &log_none);
+  EXPECT_EQ(log_k80.earlier_tasks, 0);
+  EXPECT_EQ(max_diff(with_k80, with_none), 0.0);
 }
