@@ -305,7 +305,7 @@ struct CkdTrainer {
     MambaCostModel& model = kb.model_;
     if (dist != nullptr) dist->broadcast_parameters(model->parameters());  // every process starts from rank 0's KB
     ScoreFn kb_score = [&](const torch::Tensor& x, const torch::Tensor& m) { return model->forward(x, m); };
-    // The earlier platforms' programs (no label is read): one batch of them per step of CL and of KD.
+    // The earlier platforms' programs (their labels are not used): one batch of them per step of CL and of KD.
     std::vector<uint32_t> earlier_tasks;
     if (o.earlier_weight > 0 && earlier.data != nullptr && !kb.learned_.empty()) {
       check_feature_family(version, earlier.data->feature_version(), "the earlier platforms' programs for " + platform);

@@ -22,7 +22,7 @@
 //           L = LambdaRank(AC) + beta * Phi_e * ListwiseKD(AC <- KB) + w * ListwiseKD_E(AC <- KB),
 //           Phi_e = Phi * phi_decay^(epoch-1)
 //         where _E is one batch per step of E, the earlier platforms' training programs of workloads t
-//         has no task of (no label read; w = earlier_weight). The first two terms are on t's data.
+//         has no task of (labels unused; w = earlier_weight). The first two terms are on t's data.
 //         The KB is frozen during CL, so the spec's EWC term (which acts on the KB) is zero here.
 //   KD    the AC is frozen; the KB, starting from its own weights, is trained to match it:
 //           L = ListwiseKD(KB <- AC) + w * ListwiseKD_E(KB <- AC) + lambda * sum_j F_j (theta_j - theta*_j)^2
@@ -33,7 +33,8 @@
 //         the earlier platforms ended 0.03 higher in both CPU orders of docs/transfer.md (tuning split,
 //         every seed). Workloads t has measured are left out of E: there t's labels say how to rank,
 //         and in the GPU orders (one operator suite on three GPUs) the earlier platforms' order of the
-//         same workloads held the new platform back (docs/experiments/transfer.md).
+//         same workloads held the new platform back. Even so the V100 ended 0.04-0.06 lower there
+//         (the MI50 writes some keys differently, so the filter misses those; docs/experiments/transfer.md).
 //         lambda is 0 by default: a pull towards the old KB's parameters (EWC), or towards its ranking
 //         of the earlier platforms' programs in KD (a replay with the old KB as the teacher), kept the
 //         KB 0.06-0.09 top-1 below the AC on the target.
@@ -69,7 +70,7 @@ struct CkdOptions {
   double phi_decay = 1.0;       // Phi_e = Phi * phi_decay^(epoch - 1) during CL
   bool dynamic_phi = true;      // false: Phi = 1 (ablation)
   double fisher_gamma = 1.0;    // F <- fisher_gamma * F + F_t (1 = plain accumulation)
-  double temperature = 1.0;     // of the listwise distillation in CL (the KB teaching the AC); KD's is 1
+  double temperature = 1.0;     // of CL's beta * Phi term (the KB teaching the AC on t's programs); 1 elsewhere
   // KD's learning rate is CL's, not the spec's 1e-4 (TCL-SPEC §7): at 1e-4 the KB did not take in the
   // AC in a phase of 150-200 steps. Measured on the V100 (docs/experiments/transfer.md): test top-1 task mean
   // 0.827 for the AC, 0.690 for the KB distilled from it at 1e-4, 0.754 at 7e-4.
@@ -169,7 +170,7 @@ struct CkdPhaseLog {
 /// higher = predicted faster. What `after_cl` below receives for the active column.
 using DatasetScorer = std::function<std::vector<float>(const Dataset& data, const std::vector<uint32_t>& programs)>;
 
-/// Programs of the platforms learned before (their training programs; no label is read), for the
+/// Programs of the platforms learned before (their training programs; their labels are not used), for the
 /// terms that keep those platforms (CkdOptions::earlier_weight; see the top of this file). Tasks of a
 /// workload key the new platform has a training or validation task of are left out by learn_platform.
 /// Empty for the first platform.
