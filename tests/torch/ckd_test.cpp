@@ -368,13 +368,16 @@ double pair_agreement(const Dataset& d, const std::vector<uint32_t>& tasks, cons
   return pairs ? static_cast<double>(same) / static_cast<double>(pairs) : 0.0;
 }
 
-/// Two platforms of the embedded data, one slice each, one split.
-struct TwoPlatforms {
-  TwoPlatforms(const std::string& a, const std::string& b)
-      : d(Dataset::load({DataSource::parse(a.substr(0, a.find('/')) + "=" + test::source_dir() + "/data/records/" + a),
-                         DataSource::parse(b.substr(0, b.find('/')) + "=" + test::source_dir() + "/data/records/" + b)},
-                        LoadOptions{})),
-        s(make_split(d, SplitOptions{})) {}
+/// Platforms of the embedded data, one slice each ("k80/pooling" loads platform k80), one split.
+struct Platforms {
+  explicit Platforms(const std::vector<std::string>& slices) : d(load(slices)), s(make_split(d, SplitOptions{})) {}
+  static Dataset load(const std::vector<std::string>& slices) {
+    std::vector<DataSource> sources;
+    for (const auto& x : slices) {
+      sources.push_back(DataSource::parse(x.substr(0, x.find('/')) + "=" + test::source_dir() + "/data/records/" + x));
+    }
+    return Dataset::load(sources, LoadOptions{});
+  }
   Dataset d;
   Split s;
   std::vector<uint32_t> of(const std::vector<uint32_t>& part, const std::string& platform) const {
@@ -400,7 +403,7 @@ TEST(Ckd, KdBringsTheKbToTheActiveColumnsOrderOnHeldOutWorkloads) {
   // The KB is distilled on the V100's training programs only; on its held-out workloads (programs KD
   // never saw) it must order the programs as the active column does, on far more pairs than an
   // untrained KB of the same size does (about half: its order is unrelated to the AC's).
-  TwoPlatforms p("k80/pooling", "v100/pooling");
+  Platforms p({"k80/pooling", "v100/pooling"});
   const auto held_out = p.of(p.s.test, "v100");
   ASSERT_FALSE(held_out.empty());
   const std::vector<uint32_t> programs = programs_of(p.d, held_out);
@@ -426,7 +429,7 @@ TEST(Ckd, LearningTheNextPlatformKeepsTheEarlierOnesRanking) {
   // of the K80's held-out workloads near what it was right after the K80: its pairwise accuracy on
   // them drops by less than 0.03, and the order of their pairs stays far closer to the one it had than
   // an untrained KB's (about half of the pairs: an unrelated order).
-  TwoPlatforms p("k80/pooling", "mi50/depthwise");
+  Platforms p({"k80/pooling", "mi50/depthwise"});
   const auto k80_held_out = p.of(p.s.test, "k80");
   ASSERT_FALSE(k80_held_out.empty());
   const std::vector<uint32_t> programs = programs_of(p.d, k80_held_out);
@@ -455,7 +458,7 @@ TEST(Ckd, TheEarlierPlatformsProgramsKeepTheirOrderInTheActiveColumnAndTheKb) {
   // platforms' programs, once without (earlier_weight 0). On the K80's held-out workloads, which
   // neither run distils on, the term is what keeps the order the KB had right after the K80: the
   // active column after CL and the KB after KD order more of their pairs as that KB did with it.
-  TwoPlatforms p("k80/pooling", "mi50/depthwise");
+  Platforms p({"k80/pooling", "mi50/depthwise"});
   const auto k80_held_out = p.of(p.s.test, "k80");
   ASSERT_FALSE(k80_held_out.empty());
   const std::vector<uint32_t> programs = programs_of(p.d, k80_held_out);
@@ -499,25 +502,15 @@ TEST(Ckd, TheEarlierPlatformsProgramsAreOnlyThoseOfWorkloadsTheNewPlatformLacks)
   // K80's programs are left out (the V100's labels rank those workloads) and the MI50's are kept:
   // the counts are checked against the workload keys. A phase whose earlier programs are all left
   // out trains exactly as one given none.
-  const std::string root = test::source_dir() + "/data/records/";
-  const Dataset d = Dataset::load({DataSource::parse("k80=" + root + "k80/pooling"),
-                                   DataSource::parse("mi50=" + root + "mi50/depthwise"),
-                                   DataSource::parse("v100=" + root + "v100/pooling")},
-                                  LoadOptions{});
-  const Split s = make_split(d, SplitOptions{});
-  auto of = [&](const std::vector<uint32_t>& part, const std::string& platform) {
-    std::vector<uint32_t> out;
-    for (uint32_t t : part) {
-      if (d.platforms()[d.tasks()[t].platform] == platform) out.push_back(t);
-    }
-    return out;
-  };
-  const auto v100_train = of(s.train, "v100"), v100_valid = of(s.valid, "v100");
+  const Platforms p({"k80/pooling", "mi50/depthwise", "v100/pooling"});
+  const Dataset& d = p.d;
+  const Split& s = p.s;
+  const auto v100_train = p.of(s.train, "v100"), v100_valid = p.of(s.valid, "v100");
   std::set<std::string> v100_keys;
   for (const auto* part : {&v100_train, &v100_valid}) {
     for (uint32_t t : *part) v100_keys.insert(d.tasks()[t].workload_key);
   }
-  const EarlierPrograms k80{&d, of(s.train, "k80")}, mi50{&d, of(s.train, "mi50")};
+  const EarlierPrograms k80{&d, p.of(s.train, "k80")}, mi50{&d, p.of(s.train, "mi50")};
   ASSERT_FALSE(k80.tasks.empty());
   ASSERT_FALSE(mi50.tasks.empty());
   int64_t mi50_programs = 0;
@@ -531,7 +524,7 @@ TEST(Ckd, TheEarlierPlatformsProgramsAreOnlyThoseOfWorkloadsTheNewPlatformLacks)
   const CkdOptions o = tiny_options();
   auto second_phase = [&](const EarlierPrograms& earlier, CkdPhaseLog* log) {
     KnowledgeBase kb(o.kb, 0);
-    learn_platform(kb, d, of(s.train, "k80"), of(s.valid, "k80"), "k80", o);
+    learn_platform(kb, d, p.of(s.train, "k80"), p.of(s.valid, "k80"), "k80", o);
     *log = learn_platform(kb, d, v100_train, v100_valid, "v100", o, {}, earlier);
     return predict_programs(kb.model(), d, programs_of(d, v100_valid));
   };
