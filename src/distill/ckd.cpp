@@ -325,6 +325,9 @@ struct CkdTrainer {
           throw Error(fmt::format("learn_platform({}): earlier platforms' task {} out of range", platform, t));
         }
         if (own.count(earlier.data->tasks()[t].workload_key) != 0) continue;
+        // A task of one program has no order to teach (make_batches would drop it, drawing nothing
+        // from the random stream).
+        if (earlier.data->tasks()[t].programs.size() < 2) continue;
         earlier_tasks.push_back(t);
         log.earlier_programs += static_cast<int64_t>(earlier.data->tasks()[t].programs.size());
       }

@@ -158,7 +158,8 @@ struct CkdPhaseLog {
   double ac_valid_top1 = 0, kb_valid_top1 = 0;               // the kept epochs' validation top-1
   int64_t kd_programs = 0;        // programs KD distilled on (each epoch): the measured training programs
   int64_t earlier_tasks = 0, earlier_programs = 0;  // the earlier platforms' tasks (of workloads this
-                                                    // platform has none of) CL and KD drew a batch of per step
+                                                    // platform has none of, with two programs or more)
+                                                    // CL and KD drew a batch of per step
   // Where the KD phase loses: both models' top-1 (task mean) and pairwise accuracy on the programs
   // KD distilled on (the platform's measured training programs), after KD; valid figures above.
   double ac_train_top1 = 0, kb_train_top1 = 0, ac_train_pairwise = 0, kb_train_pairwise = 0;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "distill/ckd.h"
+#include "tclm/record.h"
 #include "test_util.h"
 #include "train/batches.h"
 #include "train/losses.h"
@@ -501,7 +502,7 @@ TEST(Ckd, TheEarlierPlatformsProgramsAreOnlyThoseOfWorkloadsTheNewPlatformLacks)
   // suite) and the MI50's depthwise convolutions (other workloads). Learning the V100's pooling, the
   // K80's programs are left out (the V100's labels rank those workloads) and the MI50's are kept:
   // the counts are checked against the workload keys. A phase whose earlier programs are all left
-  // out trains exactly as one given none.
+  // out, or are each the only program of their task, trains exactly as one given none.
   const Platforms p({"k80/pooling", "mi50/depthwise", "v100/pooling"});
   const Dataset& d = p.d;
   const Split& s = p.s;
@@ -535,4 +536,28 @@ TEST(Ckd, TheEarlierPlatformsProgramsAreOnlyThoseOfWorkloadsTheNewPlatformLacks)
   const auto with_k80 = second_phase(k80, &log_k80), with_none = second_phase({}, &log_none);
   EXPECT_EQ(log_k80.earlier_tasks, 0);
   EXPECT_EQ(max_diff(with_k80, with_none), 0.0);
+
+  // Workloads the V100 lacks, one program each: no order to teach, so none takes part.
+  test::TempDir tmp;
+  std::set<std::string> seen;
+  std::string lines;
+  ReadStats stats;
+  for (const auto& f : list_record_files(test::source_dir() + "/data/records/mi50/depthwise")) {
+    read_record_file(f, [&](const MeasureRecord& r, const RecordOrigin&) {
+      if (seen.insert(r.workload_key).second) lines += record_to_json(r) + "\n";
+    }, &stats);
+  }
+  ASSERT_GE(seen.size(), 2u);
+  test::write_text(tmp.file("single.json"), lines);
+  const Dataset single = Dataset::load({DataSource::parse("mi50=" + tmp.file("single.json"))}, LoadOptions{});
+  EarlierPrograms ones{&single, {}};
+  for (uint32_t t = 0; t < single.tasks().size(); ++t) {
+    ASSERT_EQ(single.tasks()[t].programs.size(), 1u);
+    ones.tasks.push_back(t);
+  }
+  CkdPhaseLog log_ones;
+  const auto with_ones = second_phase(ones, &log_ones);
+  EXPECT_EQ(log_ones.earlier_tasks, 0);
+  EXPECT_EQ(log_ones.earlier_programs, 0);
+  EXPECT_EQ(max_diff(with_ones, with_none), 0.0);
 }
