@@ -31,7 +31,8 @@
 //         kept E's order from the KB. Without E (w = 0) the AC ranks an earlier platform's new workloads
 //         worse than the KB did before t, and only KD's start from the KB's weights holds them; with E
 //         the earlier platforms ended 0.03 higher in both CPU orders of docs/transfer.md (tuning split,
-//         every seed). Workloads t has measured are left out of E: there t's labels say how to rank,
+//         every seed; on the test split the Platinum 0.046 higher in every seed and cpu24 level).
+//         Workloads t has measured are left out of E: there t's labels say how to rank,
 //         and in the GPU orders (one operator suite on three GPUs) the earlier platforms' order of the
 //         same workloads held the new platform back. Even so the V100 ended 0.04-0.06 lower there
 //         (the MI50 writes some keys differently, so the filter misses those; docs/experiments/transfer.md).
