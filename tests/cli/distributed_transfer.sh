@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Data-parallel `tclm transfer` as processes (scripts/dist-run.sh): the whole pipeline (the target's RDU
-# sampling, CL and KD with the earlier platform's programs, KD with EWC, the Fisher pass, a baseline, every
-# evaluation) runs as two processes; rank 0 writes the results and the knowledge base, rank 1 nothing; the sampler picks the
-# same number of programs; and the figures are one process's within what float rounding, amplified by
-# Adam over a few hundred steps, moves them (docs/distributed.md).
+# sampling, CL and KD with the earlier platform's programs, KD with EWC, the Fisher pass, a baseline,
+# every evaluation) runs as two processes; rank 0 writes the results and the knowledge base, rank 1
+# nothing; the sampler picks the same number of programs; and the figures are one process's within
+# what float rounding, amplified by Adam over a few hundred steps, moves them (docs/distributed.md).
 # Usage: distributed_transfer.sh TCLM RECORDS_DIR WORK_DIR
 set -euo pipefail
 tclm=$1 data=$2 work=$3
