@@ -339,10 +339,13 @@ TEST(DataParallel, TwoRanksDistilLikeOneRank) {
     WeightsFile kb;
     std::vector<RankingReport> test;  // per platform, the KB at the end
   };
-  auto run = [&](const Dataset& d, std::shared_ptr<DataParallel> dist) {
+  // The ranks are threads of this process, so they share libtorch's one generator: a KB built in each
+  // thread could draw its initial weights interleaved with the other thread's draws, and rank 0's
+  // (broadcast to both) would then not be the seeded one. Every KB is built here, one after another, as
+  // each process of a real run builds its own.
+  auto run = [&](KnowledgeBase& kb, const Dataset& d, std::shared_ptr<DataParallel> dist) {
     CkdOptions co = o;
     co.dist = dist;
-    KnowledgeBase kb(co.kb, 4);
     Run r;
     for (const char* p : {"k80", "v100"}) {
       r.logs.push_back(learn_platform(kb, d, tasks_of(d, split.train, p), tasks_of(d, split.valid, p), p, co));
@@ -353,9 +356,15 @@ TEST(DataParallel, TwoRanksDistilLikeOneRank) {
     for (const char* p : {"k80", "v100"}) r.test.push_back(evaluate_rankings(d, tasks_of(d, split.test, p), scorer).back());
     return r;
   };
-  const Run one = run(all, nullptr);
+  KnowledgeBase one_kb(o.kb, 4);
+  const Run one = run(one_kb, all, nullptr);
+  std::vector<KnowledgeBase> kbs;
+  kbs.reserve(2);
+  for (int r = 0; r < 2; ++r) kbs.emplace_back(o.kb, 4);
   Run two[2];
-  const auto errors = on_two_ranks([&](int r, std::shared_ptr<DataParallel> dist) { two[r] = run(small_k80_v100(r, 2), dist); });
+  const auto errors = on_two_ranks([&](int r, std::shared_ptr<DataParallel> dist) {
+    two[r] = run(kbs[r], small_k80_v100(r, 2), dist);
+  });
   ASSERT_EQ(errors[0], "");
   ASSERT_EQ(errors[1], "");
   ASSERT_EQ(two[0].kb.tensors.size(), one.kb.tensors.size());
