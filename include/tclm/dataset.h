@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tclm/feature.h"
@@ -50,8 +51,19 @@ struct DataSummary {
   ReadStats read_stats;
 };
 
+/// The workload a key names, for comparing tasks across platforms: the key itself, except where two
+/// spellings of one computation occur. Roller's convolution workloads (["conv2d_layer", ..., kernel_h,
+/// kernel_w, stride, padding] and the same for "depthwise_conv2d_layer") give the padding as "SAME" or
+/// "VALID" in some machines' logs and as an integer per side in others'. TVM pads "SAME" by
+/// kernel - 1 in all and "VALID" by 0 (topi get_pad_tuple), so with a square kernel an integer that
+/// one of them means is written as it: 0 as "VALID", (kernel - 1) / 2 of an odd kernel as "SAME", and
+/// for a 1x1 kernel, where both pad 0, "SAME" (so its "VALID" becomes "SAME" too). Every other key
+/// (and any key that is not such a list) is its own identity.
+std::string workload_identity(std::string_view workload_key);
+
 struct Task {
   std::string workload_key;
+  std::string workload;  // workload_identity(workload_key): what the split and CKD compare across platforms
   int platform = 0;
   std::vector<int> groups;         // indices into Dataset::groups (network / directory names)
   double min_cost = 0;             // seconds
@@ -186,8 +198,8 @@ struct SplitOptions {
   bool tuning = false;
 };
 
-/// Task indices of each part. Deterministic: a unit (workload key in kTask mode, so the same
-/// workload is held out on every platform; group name in kGroup mode) goes to a part by a hash of
+/// Task indices of each part. Deterministic: a unit (the workload in kTask mode, Task::workload, so
+/// the same workload is held out on every platform; group name in kGroup mode) goes to a part by a hash of
 /// (seed, unit), independent of the order of the data. In kGroup mode a task that occurs in any
 /// test group is a test task (no test task is ever seen in training). Throws tclm::Error when the
 /// fractions are negative or sum to 1 or more.

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
 #include "common/bytes.h"
 #include "dataset/record_cache.h"
 #include "tclm/dataset.h"
@@ -108,6 +109,7 @@ void Dataset::add_record(const MeasureRecord& r, int platform, int group, bool k
   if (inserted) {
     Task t;
     t.workload_key = r.workload_key;
+    t.workload = workload_identity(r.workload_key);
     t.platform = platform;
     tasks_.push_back(std::move(t));
     ++ps.tasks;
@@ -471,6 +473,37 @@ DataSummary summarize_sources(const std::vector<DataSource>& sources, const Load
   return out;
 }
 
+std::string workload_identity(std::string_view key) {
+  static constexpr std::string_view kConvolutions[] = {"[\"conv2d_layer\"", "[\"depthwise_conv2d_layer\""};
+  std::string out(key);
+  if (std::none_of(std::begin(kConvolutions), std::end(kConvolutions),
+                   [&](std::string_view c) { return key.substr(0, c.size()) == c; })) {
+    return out;
+  }
+  const nlohmann::json j = nlohmann::json::parse(key, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array() || j.size() < 5) return out;
+  const auto &kh = j[j.size() - 4], &kw = j[j.size() - 3], &padding = j.back();
+  if (!kh.is_number_integer() || kh != kw) return out;
+  const int64_t kernel = kh.get<int64_t>();
+  const char* spelling = nullptr;
+  if (padding.is_string()) {
+    if (kernel == 1 && padding == "VALID") spelling = "SAME";  // both pad 0
+  } else if (padding.is_number_integer()) {
+    const int64_t per_side = padding.get<int64_t>();
+    if (per_side == 0) {
+      spelling = kernel == 1 ? "SAME" : "VALID";
+    } else if (kernel % 2 == 1 && per_side == (kernel - 1) / 2) {
+      spelling = "SAME";
+    }
+  }
+  if (spelling == nullptr) return out;
+  // Replace the last element's text, so that the rest keeps the key's own spelling.
+  const size_t close = out.rfind(']');
+  size_t begin = out.rfind(',', close) + 1;
+  while (out[begin] == ' ') ++begin;
+  return out.substr(0, begin) + '"' + spelling + '"' + out.substr(close);
+}
+
 Split make_split(const Dataset& data, const SplitOptions& o) {
   if (o.test_fraction < 0 || o.valid_fraction < 0 || o.test_fraction + o.valid_fraction >= 1) {
     throw Error(fmt::format("--test-fraction {} and --valid-fraction {} must be >= 0 with a sum below 1; lower one of "
@@ -487,7 +520,7 @@ Split make_split(const Dataset& data, const SplitOptions& o) {
   Split s;
   const auto& tasks = data.tasks();
   auto task_part = [&](uint32_t t, uint64_t seed) {
-    if (o.mode == SplitMode::kTask) return part_of(tasks[t].workload_key, seed);
+    if (o.mode == SplitMode::kTask) return part_of(tasks[t].workload, seed);
     int part = 2;
     for (int g : tasks[t].groups) part = std::min(part, part_of(data.groups()[g], seed));
     return part;

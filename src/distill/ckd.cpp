@@ -314,17 +314,18 @@ struct CkdTrainer {
                                 "platform's as {}; load both with the same LoadOptions shard and shards",
                                 platform, earlier.data->shards(), data.shards()));
       }
-      // Only the workloads this platform has no task of: where it measured a workload, its labels
-      // say how to rank it, and an order learned on another platform would contradict them.
+      // Only the workloads this platform has no task of (Task::workload, so a workload whose key
+      // another machine spelled otherwise counts as measured): where it measured a workload, its
+      // labels say how to rank it, and an order learned on another platform would contradict them.
       std::set<std::string> own;
       for (const auto* part : {&train_tasks, &valid_tasks}) {
-        for (uint32_t t : *part) own.insert(data.tasks()[t].workload_key);
+        for (uint32_t t : *part) own.insert(data.tasks()[t].workload);
       }
       for (uint32_t t : earlier.tasks) {
         if (t >= earlier.data->tasks().size()) {
           throw Error(fmt::format("learn_platform({}): earlier platforms' task {} out of range", platform, t));
         }
-        if (own.count(earlier.data->tasks()[t].workload_key) != 0) continue;
+        if (own.count(earlier.data->tasks()[t].workload) != 0) continue;
         // A task of one program has no order to teach (make_batches would drop it, drawing nothing
         // from the random stream).
         if (earlier.data->tasks()[t].programs.size() < 2) continue;

@@ -503,3 +503,111 @@ TEST(Dataset, ShardsKeepEveryProgramsMetadataAndTheStepsOfTheirOwnTasks) {
   EXPECT_NE(test::error_of([&] { Dataset::load({DataSource::parse("k80=" + dir)}, bad); }).find("shard 2 of 2"),
             std::string::npos);
 }
+
+TEST(Dataset, WorkloadIdentityWritesAnIntegerPaddingAsTheStringTvmPadsThatWay) {
+  // TVM pads "SAME" by kernel - 1 in all, "VALID" by 0: the MI50's spellings of the K80's workloads.
+  EXPECT_EQ(workload_identity(R"(["conv2d_layer", 128, 256, 14, 14, 256, 3, 3, 1, 1])"),
+            R"(["conv2d_layer", 128, 256, 14, 14, 256, 3, 3, 1, "SAME"])");
+  EXPECT_EQ(workload_identity(R"(["conv2d_layer", 128, 3, 230, 230, 64, 7, 7, 2, 0])"),
+            R"(["conv2d_layer", 128, 3, 230, 230, 64, 7, 7, 2, "VALID"])");
+  EXPECT_EQ(workload_identity(R"(["conv2d_layer",1,3,224,224,64,7,7,2,3])"), R"(["conv2d_layer",1,3,224,224,64,7,7,2,"SAME"])");
+  EXPECT_EQ(workload_identity(R"(["depthwise_conv2d_layer", 128, 336, 42, 42, 5, 5, 2, 2])"),
+            R"(["depthwise_conv2d_layer", 128, 336, 42, 42, 5, 5, 2, "SAME"])");
+  // A 1x1 kernel pads 0 either way: 0, "VALID" and "SAME" are one workload, written "SAME".
+  for (const char* key : {R"(["conv2d_layer", 128, 168, 83, 83, 84, 1, 1, 1, 0])",
+                          R"(["conv2d_layer", 128, 168, 83, 83, 84, 1, 1, 1, "VALID"])",
+                          R"(["conv2d_layer", 128, 168, 83, 83, 84, 1, 1, 1, "SAME"])"}) {
+    EXPECT_EQ(workload_identity(key), R"(["conv2d_layer", 128, 168, 83, 83, 84, 1, 1, 1, "SAME"])") << key;
+  }
+  // Its own identity: the strings of kernels above 1, an integer neither string means (a 3x3 kernel's 2,
+  // an even kernel's), a non-square kernel, other workloads, TVM's hashed keys, and what is not such a list.
+  for (const char* key : {R"(["conv2d_layer", 128, 256, 14, 14, 256, 3, 3, 1, "SAME"])",
+                          R"(["conv2d_layer", 128, 256, 14, 14, 256, 3, 3, 1, "VALID"])",
+                          R"(["conv2d_layer", 128, 256, 14, 14, 256, 3, 3, 1, 2])",
+                          R"(["conv2d_layer", 128, 256, 14, 14, 256, 2, 2, 1, 1])",
+                          R"(["conv2d_layer", 128, 256, 14, 14, 256, 1, 3, 1, 0])",
+                          R"(["pool_layer", "avg", 128, 336, 21, 21, 3, 3, 1, 1])",
+                          R"(["6f1c4ae2b0e3bb3bc0cd1a1d5bb4d4f2", [1, 3, 224, 224], [64, 3, 7, 7], [1, 64, 112, 112]])",
+                          R"(["conv2d_layer", 3, 3, 1, 0)", R"(["conv2d_layer"])", R"(["conv2d_layer", 0])", ""}) {
+    EXPECT_EQ(workload_identity(key), key);
+  }
+}
+
+TEST(Split, AWorkloadSpelledTwoWaysIsInOnePartOnEveryPlatform) {
+  // Platform "a" spells the padding of 3x3 convolutions "SAME", "b" as 1 per side (the same
+  // computation) for the first 100 and as 0 (another one: "VALID") for the next 100. A pair hashed
+  // independently lands in one part with probability 0.2^2 + 0.1^2 + 0.7^2 = 0.54.
+  test::TempDir dir;
+  std::string a, b;
+  for (int i = 0; i < 200; ++i) {
+    const std::string head = R"(["conv2d_layer", 128, 64, )" + std::to_string(8 + i) + ", 8, 64, 3, 3, 1, ";
+    for (double c : {1.0, 2.0}) {
+      a += rec(head + R"("SAME"])", "llvm", {c});
+      b += rec(head + (i < 100 ? "1]" : "0]"), "llvm", {c});
+    }
+  }
+  test::write_text(dir.file("a.json"), a);
+  test::write_text(dir.file("b.json"), b);
+  const Dataset d = Dataset::load({DataSource::parse("a=" + dir.file("a.json")), DataSource::parse("b=" + dir.file("b.json"))},
+                                  LoadOptions{});
+  ASSERT_EQ(d.tasks().size(), 400u);
+  const Split s = make_split(d, SplitOptions{});
+  std::map<std::string, int> part;  // key -> 0 test, 1 valid, 2 train
+  for (int p = 0; p < 3; ++p) {
+    for (uint32_t t : p == 0 ? s.test : p == 1 ? s.valid : s.train) part[d.tasks()[t].workload_key] = p;
+  }
+  ASSERT_EQ(part.size(), 400u);
+  int together = 0;
+  for (int i = 0; i < 200; ++i) {
+    const std::string head = R"(["conv2d_layer", 128, 64, )" + std::to_string(8 + i) + ", 8, 64, 3, 3, 1, ";
+    const bool same = part.at(head + R"("SAME"])") == part.at(head + (i < 100 ? "1]" : "0]"));
+    if (i < 100) {
+      EXPECT_TRUE(same) << head;
+    } else {
+      together += same;
+    }
+  }
+  EXPECT_LT(together, 90);  // 54 expected of 100; all 100 only if "0" were taken for "SAME"
+}
+
+TEST(Dataset, WorkloadIdentityMatchesTheComputationsOfTheRollerLogs) {
+  // The K80 and V100 logs spell a convolution's padding "SAME"/"VALID", the MI50's as an integer per
+  // side. Keys that differ only in the padding name one computation exactly when their first
+  // program's split steps (the loops of the output: batch, channels, height, width) have the same
+  // extents. Of the MI50's 43 convolutions, 41 are the K80's and the V100's under another spelling and
+  // 2 are other computations (a 3x3 "SAME" against 0: output 14 against 12, 56 against 54), measured.
+  const std::string shared = test::shared_data_dir();
+  if (shared.empty()) GTEST_SKIP() << "../shared/data is absent";
+  // device -> padding-free key -> (identity, extents of the first four split steps)
+  std::map<std::string, std::map<std::string, std::pair<std::string, std::vector<int64_t>>>> conv;
+  for (const char* device : {"k80", "v100", "mi50"}) {
+    const std::string dir = shared + "/roller_osdi22/" + device + "/conv";
+    if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " is absent";
+    for (const auto& f : list_record_files(dir)) {
+      bool first = true;
+      ReadStats stats;
+      read_record_file(f, [&](const MeasureRecord& r, const RecordOrigin&) {
+        if (!first) return;
+        first = false;
+        std::vector<int64_t> extents;
+        for (const auto& st : r.steps) {
+          if (st.kind == StepKind::kSplit && extents.size() < 4) extents.push_back(st.ints.at(2));
+        }
+        conv[device][r.workload_key.substr(0, r.workload_key.rfind(','))] = {workload_identity(r.workload_key), extents};
+      }, &stats);
+    }
+  }
+  for (const char* source : {"k80", "v100"}) {
+    int twins = 0, apart = 0;
+    for (const auto& [stem, mi50] : conv.at("mi50")) {
+      const auto it = conv.at(source).find(stem);
+      if (it == conv.at(source).end()) continue;
+      const bool one = it->second.first == mi50.first;
+      EXPECT_EQ(one, it->second.second == mi50.second) << source << " " << stem;
+      (one ? twins : apart) += 1;
+    }
+    std::printf("%s and mi50: %d convolutions of one identity, %d of two\n", source, twins, apart);
+    EXPECT_EQ(twins, 41) << source;
+    EXPECT_EQ(apart, 2) << source;
+  }
+}

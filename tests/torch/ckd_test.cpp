@@ -561,3 +561,53 @@ TEST(Ckd, TheEarlierPlatformsProgramsAreOnlyThoseOfWorkloadsTheNewPlatformLacks)
   EXPECT_EQ(log_ones.earlier_programs, 0);
   EXPECT_EQ(max_diff(with_ones, with_none), 0.0);
 }
+
+TEST(Ckd, AnEarlierWorkloadWhoseKeyIsSpelledOtherwiseCountsAsMeasured) {
+  // The K80's depthwise convolutions with their padding written as integers per side, as the MI50's
+  // logs write convolutions: the V100 measured the same workloads under "SAME"/"VALID" keys, so
+  // learning the V100 leaves every one of them out (Task::workload), although no key is the V100's.
+  const Platforms p({"k80/depthwise", "v100/depthwise"});
+  const Dataset& d = p.d;
+  const Split& s = p.s;
+  const auto v100_train = p.of(s.train, "v100"), v100_valid = p.of(s.valid, "v100");
+  std::set<std::string> v100_keys, v100_workloads;
+  for (const auto* part : {&v100_train, &v100_valid}) {
+    for (uint32_t t : *part) {
+      v100_keys.insert(d.tasks()[t].workload_key);
+      v100_workloads.insert(d.tasks()[t].workload);
+    }
+  }
+  test::TempDir tmp;
+  std::string lines;
+  ReadStats stats;
+  for (const auto& f : list_record_files(test::source_dir() + "/data/records/k80/depthwise")) {
+    read_record_file(f, [&](const MeasureRecord& r, const RecordOrigin&) {
+      // [..., kernel, kernel, stride, "SAME"] -> [..., (kernel - 1) / 2]; "VALID" -> 0
+      MeasureRecord w = r;
+      const size_t comma = w.workload_key.rfind(',');
+      const size_t kernel_at = w.workload_key.rfind(',', w.workload_key.rfind(',', comma - 1) - 1) + 1;
+      const int kernel = std::stoi(w.workload_key.substr(kernel_at));
+      const std::string padding = w.workload_key.substr(comma);
+      ASSERT_TRUE(padding == ", \"SAME\"]" || padding == ", \"VALID\"]") << w.workload_key;
+      w.workload_key.replace(comma, std::string::npos, ", " + std::to_string(padding == ", \"SAME\"]" ? (kernel - 1) / 2 : 0) + "]");
+      ASSERT_NE(w.workload_key, r.workload_key);
+      lines += record_to_json(w) + "\n";
+    }, &stats);
+  }
+  test::write_text(tmp.file("k80.json"), lines);
+  const Dataset respelled = Dataset::load({DataSource::parse("k80=" + tmp.file("k80.json"))}, LoadOptions{});
+  EarlierPrograms earlier{&respelled, {}};
+  for (uint32_t t = 0; t < respelled.tasks().size(); ++t) {
+    const Task& task = respelled.tasks()[t];
+    if (v100_workloads.count(task.workload) == 0 || task.programs.size() < 2) continue;
+    EXPECT_EQ(v100_keys.count(task.workload_key), 0u) << task.workload_key;
+    earlier.tasks.push_back(t);
+  }
+  ASSERT_GE(earlier.tasks.size(), 5u);
+  const CkdOptions o = tiny_options();
+  KnowledgeBase kb(o.kb, 0);
+  learn_platform(kb, d, p.of(s.train, "k80"), p.of(s.valid, "k80"), "k80", o);
+  const CkdPhaseLog log = learn_platform(kb, d, v100_train, v100_valid, "v100", o, {}, earlier);
+  EXPECT_EQ(log.earlier_tasks, 0);
+  EXPECT_EQ(log.earlier_programs, 0);
+}
