@@ -474,14 +474,15 @@ DataSummary summarize_sources(const std::vector<DataSource>& sources, const Load
 }
 
 std::string workload_identity(std::string_view key) {
-  static constexpr std::string_view kConvolutions[] = {"[\"conv2d_layer\"", "[\"depthwise_conv2d_layer\""};
+  // The workload's name as the key starts, and its number of elements (name and arguments).
+  static constexpr std::pair<std::string_view, size_t> kConvolutions[] = {{"[\"conv2d_layer\"", 10},
+                                                                          {"[\"depthwise_conv2d_layer\"", 9}};
   std::string out(key);
-  if (std::none_of(std::begin(kConvolutions), std::end(kConvolutions),
-                   [&](std::string_view c) { return key.substr(0, c.size()) == c; })) {
-    return out;
-  }
+  const auto conv = std::find_if(std::begin(kConvolutions), std::end(kConvolutions),
+                                 [&](const auto& c) { return key.substr(0, c.first.size()) == c.first; });
+  if (conv == std::end(kConvolutions)) return out;
   const nlohmann::json j = nlohmann::json::parse(key, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_array() || j.size() < 5) return out;
+  if (!j.is_array() || j.size() != conv->second) return out;
   const auto &kh = j[j.size() - 4], &kw = j[j.size() - 3], &padding = j.back();
   if (!kh.is_number_integer() || kh != kw) return out;
   const int64_t kernel = kh.get<int64_t>();
