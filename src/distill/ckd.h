@@ -32,10 +32,11 @@
 //         worse than the KB did before t, and only KD's start from the KB's weights holds them; with E
 //         the earlier platforms ended 0.03 higher in both CPU orders of docs/transfer.md (tuning split,
 //         every seed; on the test split the Platinum 0.046 higher in every seed and cpu24 level).
-//         Workloads t has measured are left out of E: there t's labels say how to rank,
-//         and in the GPU orders (one operator suite on three GPUs) the earlier platforms' order of the
-//         same workloads held the new platform back. Even so the V100 ended 0.04-0.06 lower there (tuning
-//         split; the MI50 writes some keys differently, so the filter misses those; docs/experiments/transfer.md).
+//         Workloads t has measured (Task::workload, however a log spells the key) are left out of E:
+//         there t's labels say how to rank, and in the GPU orders (one operator suite on three GPUs)
+//         the earlier platforms' order of the same workloads held the new platform back. So in the
+//         GPU orders E is a few tasks (7-13 a phase on the test split), and none where the new GPU
+//         measured every workload of the earlier one (docs/transfer.md).
 //         lambda is 0 by default: a pull towards the old KB's parameters (EWC), or towards its ranking
 //         of the earlier platforms' programs in KD (a replay with the old KB as the teacher), kept the
 //         KB 0.06-0.09 top-1 below the AC on the target.
