@@ -36,7 +36,8 @@
 //         there t's labels say how to rank, and in the GPU orders (one operator suite on three GPUs)
 //         the earlier platforms' order of the same workloads held the new platform back. So in the
 //         GPU orders E is a few tasks (7-13 a phase on the test split), and none where the new GPU
-//         measured every workload of the earlier one (docs/transfer.md).
+//         measured every workload of the earlier one; there it did not help (the target of one GPU
+//         order and the V100 of the other lower in every seed; docs/transfer.md).
 //         lambda is 0 by default: a pull towards the old KB's parameters (EWC), or towards its ranking
 //         of the earlier platforms' programs in KD (a replay with the old KB as the teacher), kept the
 //         KB 0.06-0.09 top-1 below the AC on the target.
