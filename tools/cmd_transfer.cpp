@@ -94,8 +94,9 @@ Command add_transfer_command(CLI::App& app) {
   cmd->add_option("--earlier-weight", o->ckd.earlier_weight,
                   fmt::format("Weight of the earlier platforms' programs in CL (the frozen KB teaches the active column "
                               "their order) and in KD (the active column teaches the KB theirs, beside the new "
-                              "platform's); their labels are not used (default {:g}; 0 = the new platform's programs alone)",
-                              o->ckd.earlier_weight))
+                              "platform's); their labels are not used. Scaled by their number over the batch "
+                              "size ({}) when they are fewer (default {:g}; 0 = the new platform's programs alone)",
+                              o->ckd.batch_size, o->ckd.earlier_weight))
       ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--phi-floor", o->ckd.phi_floor, fmt::format("Lower bound of Phi (default {:g})", o->ckd.phi_floor))->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--phi-decay", o->ckd.phi_decay, fmt::format("Phi decay per CL epoch (default {:g}; 1 = none)", o->ckd.phi_decay))->check(CLI::Range(0.0, 1.0));

@@ -335,6 +335,13 @@ struct CkdTrainer {
       log.earlier_tasks = static_cast<int64_t>(earlier_tasks.size());
     }
     const bool use_earlier = !earlier_tasks.empty();
+    // The term is a mean over the programs of its batch. Fewer earlier programs than a batch are all of
+    // them in every step's batch, each weighing more than one of the platform's programs in its full
+    // batch; the weight scales down in proportion, so that no earlier program weighs more in a step.
+    if (use_earlier) {
+      log.earlier_weight =
+          o.earlier_weight * std::min(1.0, static_cast<double>(log.earlier_programs) / static_cast<double>(o.batch_size));
+    }
     // Their own random stream, so that the platform's batches are drawn as without them.
     std::mt19937_64 earlier_rng(o.seed ^ std::hash<std::string>{}(platform) ^ 0x9e3779b97f4a7c15ull);
     std::vector<Batch> earlier_batches;
@@ -364,7 +371,7 @@ struct CkdTrainer {
         t = eb->to_grid(teacher(eb->x, eb->mask));
       }
       part->mean = listwise_distill_loss(eb->to_grid(student(eb->x, eb->mask)), t, eb->label_mask, 1.0, &part->normalizer);
-      part->weight = o.earlier_weight;
+      part->weight = log.earlier_weight;
     };
 
     // ---- Phi from the KB's ranking quality on this platform's (measured) training data: its top-1
@@ -525,6 +532,7 @@ std::string to_json(const CkdPhaseLog& l) {
       {"kd_programs", l.kd_programs},
       {"earlier_tasks", l.earlier_tasks},
       {"earlier_programs", l.earlier_programs},
+      {"earlier_weight", l.earlier_weight},
       {"ac_valid_top1", l.ac_valid_top1},
       {"kb_valid_top1", l.kb_valid_top1},
       {"ac_train_top1", l.ac_train_top1},

@@ -22,7 +22,9 @@
 //           L = LambdaRank(AC) + beta * Phi_e * ListwiseKD(AC <- KB) + w * ListwiseKD_E(AC <- KB),
 //           Phi_e = Phi * phi_decay^(epoch-1)
 //         where _E is one batch per step of E, the earlier platforms' training programs of workloads t
-//         has no task of (labels unused; w = earlier_weight). The first two terms are on t's data.
+//         has no task of (labels unused), and w = earlier_weight * min(1, |E| / batch_size): fewer
+//         programs than a batch are all in every step's batch, and the scaling keeps each from weighing
+//         more than one of t's programs in its full batch. The first two terms are on t's data.
 //         The KB is frozen during CL, so the spec's EWC term (which acts on the KB) is zero here.
 //   KD    the AC is frozen; the KB, starting from its own weights, is trained to match it:
 //           L = ListwiseKD(KB <- AC) + w * ListwiseKD_E(KB <- AC) + lambda * sum_j F_j (theta_j - theta*_j)^2
@@ -35,9 +37,13 @@
 //         Workloads t has measured (Task::workload, however a log spells the key) are left out of E:
 //         there t's labels say how to rank, and in the GPU orders (one operator suite on three GPUs)
 //         the earlier platforms' order of the same workloads held the new platform back. So in the
-//         GPU orders E is a few tasks (7-13 a phase on the test split), and none where the new GPU
-//         measured every workload of the earlier one; there it did not help (the target of one GPU
-//         order and the V100 of the other lower in every seed; docs/transfer.md).
+//         GPU orders E is a few tasks (7-13 a phase, 230-613 programs), and none where the new GPU
+//         measured every workload of the earlier one. There, at full weight, it did not help (the
+//         target of one GPU order and the V100 of the other lower in every seed on the test split);
+//         scaled to a batch (w 0.22-0.60), the V100 ended 0.047 and 0.015 higher in the two GPU
+//         orders and the K80's target 0.030 higher, every seed, the K80 of the other order 0.014 lower
+//         (tuning split, docs/experiments/transfer.md). The CPU orders' E is thousands of programs: w
+//         is earlier_weight there.
 //         lambda is 0 by default: a pull towards the old KB's parameters (EWC), or towards its ranking
 //         of the earlier platforms' programs in KD (a replay with the old KB as the teacher), kept the
 //         KB 0.06-0.09 top-1 below the AC on the target.
@@ -163,6 +169,8 @@ struct CkdPhaseLog {
   int64_t earlier_tasks = 0, earlier_programs = 0;  // the earlier platforms' tasks (of workloads this
                                                     // platform has none of, with two programs or more)
                                                     // CL and KD drew a batch of per step
+  double earlier_weight = 0;      // the weight their term had: CkdOptions::earlier_weight, scaled by
+                                  // earlier_programs / batch_size when they are fewer than a batch
   // Where the KD phase loses: both models' top-1 (task mean) and pairwise accuracy on the programs
   // KD distilled on (the platform's measured training programs), after KD; valid figures above.
   double ac_train_top1 = 0, kb_train_top1 = 0, ac_train_pairwise = 0, kb_train_pairwise = 0;

@@ -458,7 +458,7 @@ TEST(Ckd, TheEarlierPlatformsProgramsKeepTheirOrderInTheActiveColumnAndTheKb) {
   // docs/transfer.md), twice from the same KB: once with the K80's training programs as the earlier
   // platforms' programs, once without (earlier_weight 0). On the K80's held-out workloads, which
   // neither run distils on, the term is what keeps the order the KB had right after the K80: the
-  // active column after CL and the KB after KD order more of their pairs as that KB did with it.
+  // active column after CL and the KB after KD lose fewer of its pairs with it.
   Platforms p({"k80/pooling", "mi50/depthwise"});
   const auto k80_held_out = p.of(p.s.test, "k80");
   ASSERT_FALSE(k80_held_out.empty());
@@ -493,8 +493,39 @@ TEST(Ckd, TheEarlierPlatformsProgramsKeepTheirOrderInTheActiveColumnAndTheKb) {
               without.ac, with.ac, without.kb, with.kb);
   EXPECT_EQ(without.earlier_programs, 0);
   EXPECT_EQ(with.earlier_programs, static_cast<int64_t>(programs_of(p.d, earlier.tasks).size()));
-  EXPECT_GT(with.ac, without.ac + 0.02);
-  EXPECT_GT(with.kb, without.kb + 0.02);
+  // Both models keep most pairs either way (0.92-0.98 without the term on one machine, 0.85-0.94 on
+  // another): what the term must do is lose at most half as many of them.
+  EXPECT_LT(1 - with.ac, 0.5 * (1 - without.ac));
+  EXPECT_LT(1 - with.kb, 0.5 * (1 - without.kb));
+}
+
+TEST(Ckd, FewerEarlierProgramsThanABatchWeighInProportion) {
+  // The earlier platforms' term is a mean over its batch. Fewer programs than a batch are all in every
+  // step's batch, and each would weigh more than one of the platform's programs in its full batch: the
+  // weight is the option's times their number over the batch size. With a batch of them or more it is
+  // the option's weight.
+  Platforms p({"k80/pooling", "mi50/depthwise"});
+  const auto k80_train = p.of(p.s.train, "k80");
+  ASSERT_GE(k80_train.size(), 2u);
+  const EarlierPrograms all{&p.d, k80_train}, one{&p.d, {k80_train.front()}};
+  const auto n_all = static_cast<double>(programs_of(p.d, all.tasks).size());
+  const auto n_one = static_cast<double>(programs_of(p.d, one.tasks).size());
+  CkdOptions o = tiny_options();
+  o.earlier_weight = 0.5;
+  ASSERT_GE(n_all, o.batch_size);
+  ASSERT_LT(n_one, o.batch_size);
+  ASSERT_GE(n_one, 2);
+  auto second_phase = [&](const EarlierPrograms& earlier) {
+    KnowledgeBase kb(o.kb, 0);
+    const CkdPhaseLog first = learn_platform(kb, p.d, k80_train, p.of(p.s.valid, "k80"), "k80", o, {}, earlier);
+    EXPECT_EQ(first.earlier_weight, 0.0) << "the first platform has no earlier platform";
+    return learn_platform(kb, p.d, p.of(p.s.train, "mi50"), p.of(p.s.valid, "mi50"), "mi50", o, {}, earlier);
+  };
+  const CkdPhaseLog with_all = second_phase(all), with_one = second_phase(one);
+  EXPECT_EQ(with_all.earlier_programs, static_cast<int64_t>(n_all));
+  EXPECT_DOUBLE_EQ(with_all.earlier_weight, 0.5);
+  EXPECT_EQ(with_one.earlier_programs, static_cast<int64_t>(n_one));
+  EXPECT_DOUBLE_EQ(with_one.earlier_weight, 0.5 * n_one / o.batch_size);
 }
 
 TEST(Ckd, TheEarlierPlatformsProgramsAreOnlyThoseOfWorkloadsTheNewPlatformLacks) {
