@@ -37,13 +37,13 @@
 //         Workloads t has measured (Task::workload, however a log spells the key) are left out of E:
 //         there t's labels say how to rank, and in the GPU orders (one operator suite on three GPUs)
 //         the earlier platforms' order of the same workloads held the new platform back. So in the
-//         GPU orders E is a few tasks (7-13 a phase, 230-613 programs), and none where the new GPU
+//         GPU orders E is a few tasks (6-13 a phase, 230-613 programs), and none where the new GPU
 //         measured every workload of the earlier one. There, at full weight, it did not help (the
 //         target of one GPU order and the V100 of the other lower in every seed on the test split);
 //         scaled to a batch (w 0.22-0.60), the V100 ended 0.047 and 0.015 higher in the two GPU
-//         orders and the K80's target 0.030 higher, every seed, the K80 of the other order 0.014 lower
-//         (tuning split, docs/experiments/transfer.md). The CPU orders' E is thousands of programs: w
-//         is earlier_weight there.
+//         orders and the target of V100, MI50 -> K80 0.030 higher, every seed, and the K80 of K80,
+//         V100 -> MI50 0.014 lower (tuning split, docs/experiments/transfer.md). The CPU orders' E is
+//         thousands of programs: w is earlier_weight there.
 //         lambda is 0 by default: a pull towards the old KB's parameters (EWC), or towards its ranking
 //         of the earlier platforms' programs in KD (a replay with the old KB as the teacher), kept the
 //         KB 0.06-0.09 top-1 below the AC on the target.
