@@ -22,6 +22,7 @@ struct Opts {
   CkdOptions ckd;
   TrainOptions train;  // the baselines
   ActiveSamplingOptions sampling;
+  std::string candidates;  // the target's candidate pool
   std::string sources, target, methods = "tcl,tcl-no-phi,target-only,finetune,mtl,full",
                                sampler = "rdu", out = "out/transfer";
   double budget = 0.1;
@@ -64,6 +65,11 @@ Command add_transfer_command(CLI::App& app) {
       ->required();
   cmd->add_option("--target", o->target, "Target platform (its programs are sampled at --budget)")->required();
   cmd->add_option("--budget", o->budget, "Fraction of every target task measured (RDU-sampled)")->check(CLI::Range(1e-4, 1.0));
+  cmd->add_option("--candidates", o->candidates,
+                  "The target's candidate pool: a file or directory of its programs (Ansor lines, with or without "
+                  "\"r\"; OUT/pool of tclm collect), measured or not. The knowledge base is distilled on those of "
+                  "the target's training tasks (no label is read). Default: the target's programs in -d that "
+                  "--budget left unmeasured (none with --budget 1)");
   cmd->add_option("--source-fraction", o->source_fraction,
                   "Use this random fraction of the programs of every source training/validation task (1 = all; "
                   "a cheaper study, not a measurement budget: sources count as fully measured; test tasks stay whole)")
@@ -136,7 +142,9 @@ Command add_transfer_command(CLI::App& app) {
     so.first_seed = o->first_seed;
     so.out = o->out;
     so.progress = !o->quiet && writer;
-    check_outputs(data_inputs(o->data.sources), {{"--out", o->out}});
+    std::vector<PathOption> inputs = data_inputs(o->data.sources);
+    if (!o->candidates.empty()) inputs.push_back({"--candidates", o->candidates});
+    check_outputs(inputs, {{"--out", o->out}});
     if (writer) claim_output_dir(o->out, "transfer");
     if (dist.world > 1) {
       so.train.dist = std::make_shared<DataParallel>(dist);
@@ -148,6 +156,13 @@ Command add_transfer_command(CLI::App& app) {
       }
     }
     Dataset d = o->data.load(so.progress && isatty(fileno(stderr)));
+    if (!o->candidates.empty()) {
+      LoadOptions lo = o->data.load_options(so.progress && isatty(fileno(stderr)));
+      lo.candidates = true;
+      auto pool = std::make_shared<Dataset>(Dataset::load({DataSource{o->candidates, o->target}}, lo));
+      note_left_out(pool->read_stats().left_out);
+      so.candidates = std::move(pool);
+    }
     set_threads(o->train.threads);
     const Split split = make_split(d, o->data.split_options());
     if (writer) print_split(d, split);

@@ -40,6 +40,7 @@ struct PlatformStats {
   int64_t errors = 0;         // error_no != 0
   int64_t bad_costs = 0;      // error_no == 0 but a cost below 1e-9 s, non-finite or >= 1e9 (MeasureRecord::valid)
   int64_t truncated = 0;      // programs longer than max_steps (cut when featurized)
+  int64_t duplicates = 0;     // a candidate pool's programs whose steps occurred before in their task (LoadOptions::candidates)
   std::map<int, int64_t> errors_by_code;
   int64_t tasks = 0;
 };
@@ -82,6 +83,12 @@ struct LoadOptions {
   /// second read keeps this shard's steps. shards = 1: everything is kept, read once.
   int shard = 0;
   int shards = 1;
+  /// A candidate pool (`tclm transfer --candidates`, what `tclm collect` writes to OUT/pool): Ansor
+  /// lines without "r" are read too, and every program is kept whether it was measured, failed or not,
+  /// at a cost of 1 s, so its labels are all 1 and mean nothing (CKD's KD phase, the one reader of such
+  /// a dataset, reads no label). A program whose transform steps occur twice in a task is kept once
+  /// (PlatformStats::duplicates). The cache (cache_dir) is not used.
+  bool candidates = false;
 };
 
 class Dataset;

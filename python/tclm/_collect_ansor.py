@@ -45,7 +45,9 @@ of CPU per program (two at a time). 3 repeats keep the spread of every measureme
 (~100 times the median) is hopeless: recorded as a run timeout (error_no 7) instead of stalling
 the collection.
 
-Outputs: OUT/records/*.json, OUT/collect.json (per task: pool, sampled, duplicates,
+Outputs: OUT/records/*.json, OUT/pool/*.json (every task's whole pool, one Ansor line without "r" per
+program, measured or not, under the name of its record file: ``tclm transfer --candidates``),
+OUT/collect.json (per task: pool, sampled, duplicates,
 sampling_failures, picked, measured (successful), failed, new (measured in this run), seconds; and
 totals), OUT/provenance.json (platform, CPU, flags, target, versions, settings, networks, dates), a
 progress line per task on stderr.
@@ -343,15 +345,34 @@ class Measurer:
 # ----------------------------------------------------------------------------------------- collection
 
 
-def collect_task(entry: dict, path: str, settings: dict, measurer: Measurer, batch: int,
+def write_pool(path: str, pool) -> None:
+    """Writes the task's pool to `path` (atomically): one Ansor record line without "r" per program,
+    measured or not, the candidate format ``tclm predict`` and ``tclm transfer --candidates`` read."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("".join('{"i": ' + text + ', "v": "v0.6"}\n' for text, _ in pool))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def sample_task_pool(entry: dict, settings: dict):
+    """The task's pool with the collection's settings (a function of the seed)."""
+    return sample_pool(entry["task"], settings["pool"], settings["seed"], settings["sample_batch"],
+                       settings["max_sample_factor"])
+
+
+def collect_task(entry: dict, path: str, pool_path: str, settings: dict, measurer: Measurer, batch: int,
                  progress=None) -> dict:
-    """Samples, picks and measures one task into the record file `path`; returns its collect.json entry."""
+    """Samples, picks and measures one task into the record file `path`, its whole pool into `pool_path`;
+    returns its collect.json entry."""
     from tvm import auto_scheduler
 
     t0 = time.time()
     task = entry["task"]
-    pool, stats = sample_pool(task, settings["pool"], settings["seed"], settings["sample_batch"],
-                              settings["max_sample_factor"])
+    pool, stats = sample_task_pool(entry, settings)
+    write_pool(pool_path, pool)
     picks = pick([text for text, _ in pool], settings["budget"], settings["method"], settings["seed"])
     done = read_record_file(path)
     keys = [steps_key(json.loads(pool[i][0])) for i in picks]
@@ -675,6 +696,7 @@ def _collect(a, networks: List[str], excluded: List[str], argv: List[str], remot
     write_json_atomic(prov_path, provenance)
 
     os.makedirs(records_dir, exist_ok=True)
+    pool_dir = os.path.join(a.out, "pool")
     previous = {e["workload_key"]: e for e in ((_read_json(report_path) or {}).get("tasks", []))}
     entries = {k: {**e, "new": 0} for k, e in previous.items()}  # tasks of earlier runs stay listed
     measurer = Measurer(settings, a.cores, remote)
@@ -691,8 +713,11 @@ def _collect(a, networks: List[str], excluded: List[str], argv: List[str], remot
         path = _record_path(records_dir, index, key)
         prev = previous.get(key)
         label = f"[{index + 1}/{n}] {entry['desc'] or key[:40]} ({task_hash(key)})"
+        pool_path = os.path.join(pool_dir, os.path.basename(path))
         if prev is not None and prev.get("status") == "done" and _record_count(path) >= prev.get("picked", 0):
             entries[key] = {**prev, "occurrences": entry["occurrences"], "new": 0}
+            if not os.path.exists(pool_path):  # a collection from before pools were written: sample it again
+                write_pool(pool_path, sample_task_pool(entry, settings)[0])
             print(f"tclm collect: {label}: done earlier ({prev['measured']} measured, {prev['failed']} failed)",
                   file=sys.stderr, flush=True)
             save_report()
@@ -704,7 +729,7 @@ def _collect(a, networks: List[str], excluded: List[str], argv: List[str], remot
                       flush=True)
 
         entries[key] = {"workload_key": key, "desc": entry["desc"], "status": "running"}
-        result = collect_task(entry, path, settings, measurer, a.batch, progress)
+        result = collect_task(entry, path, pool_path, settings, measurer, a.batch, progress)
         entries[key] = result
         save_report()
         if sys.stderr.isatty():

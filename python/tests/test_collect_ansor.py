@@ -91,6 +91,25 @@ def test_counts_add_up_and_records_are_standard(collected):
     assert plat["errors"] == totals["failed"], plat
 
 
+def _steps(line):
+    return json.dumps(json.loads(line)["i"][1][1])
+
+
+def test_the_pool_holds_every_candidate_once_and_the_picks(collected):
+    # OUT/pool: per task, the whole pool the picks were chosen from, one line without "r" per program
+    # (the candidates of tclm transfer --candidates), under the record file's name.
+    out = collected
+    for t in _report(out)["tasks"]:
+        name = t["records"].split("/")[-1]
+        lines = (out / "pool" / name).read_text().splitlines()
+        assert len(lines) == t["pool"], name
+        assert all("r" not in json.loads(line) for line in lines)
+        pool = {_steps(line) for line in lines}
+        assert len(pool) == t["pool"], "every program once"
+        picked = {_steps(line) for line in (out / t["records"]).read_text().splitlines()}
+        assert len(picked) == t["picked"] and picked <= pool
+
+
 def test_settings_of_another_collection_are_refused(collected, capsys):
     with pytest.raises(SystemExit, match="other settings.*seed"):
         collect.main(ARGS + ["--out", str(collected), "--seed", "7"])
@@ -154,10 +173,14 @@ def test_resume_measures_nothing_new(collected, capsys):
     out = collected
     before = _report(out)
     lines = {f.name: f.read_text() for f in (out / "records").iterdir()}
-    # With collect.json: every task is done and skipped without sampling.
+    pools = {f.name: f.read_text() for f in (out / "pool").iterdir()}
+    # With collect.json: every task is done and skipped without measuring; a pool file that is missing
+    # (a collection from before pools were written) is sampled again, the same one.
+    (out / "pool" / sorted(pools)[0]).unlink()
     capsys.readouterr()
     assert collect.main(ARGS + ["--out", str(out)]) == 0
     assert capsys.readouterr().err.count("done earlier") == 3
+    assert {f.name: f.read_text() for f in (out / "pool").iterdir()} == pools
     after = _report(out)
     assert after["totals"]["new"] == 0
     assert after["totals"]["measured"] == before["totals"]["measured"]

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 #include "common/bytes.h"
@@ -355,7 +356,9 @@ ReadStats read_sources(const std::vector<DataSource>& sources, const LoadOptions
     on_file(*files[i].first, file);
     ReadStats fs;
     try {
-      if (!options.cache_dir.empty()) {
+      if (options.candidates) {
+        read_record_file(file, on_record, &fs, RecordReadOptions{.allow_unmeasured = true});
+      } else if (!options.cache_dir.empty()) {
         read_record_file_cached(file, options.cache_dir, on_record, &fs);
       } else {
         read_record_file(file, on_record, &fs);
@@ -393,7 +396,7 @@ Dataset Dataset::load(const std::vector<DataSource>& sources, const LoadOptions&
     read_sources(
         sources, options, [&](const DataSource& src, const std::string&) { platform = src.platform; },
         [&](const MeasureRecord& r, const RecordOrigin&) {
-          if (!count_record(ignored, r)) return;
+          if (!options.candidates && !count_record(ignored, r)) return;
           ++count[{platform.empty() ? normalize_target(r.target, r.hw_params) : platform, r.workload_key}];
         });
     std::vector<std::pair<int64_t, const TaskKey*>> order;
@@ -413,6 +416,29 @@ Dataset Dataset::load(const std::vector<DataSource>& sources, const LoadOptions&
   d.max_steps_ = options.max_steps;
   d.shards_ = options.shards;
   int group = 0, fixed_platform = -1;
+  // A candidate pool: every program at 1 s, each (platform, workload key, steps) once.
+  MeasureRecord candidate;
+  std::set<std::tuple<int, std::string, uint64_t>> seen;
+  auto as_candidate = [&](const MeasureRecord& r, int platform) -> const MeasureRecord* {
+    uint64_t h = 0;
+    for (const TransformStep& st : r.steps) {
+      h = fnv1a64(std::string_view(reinterpret_cast<const char*>(&st.kind), sizeof st.kind), h);
+      h = fnv1a64(std::string_view(reinterpret_cast<const char*>(st.ints.data()), st.ints.size() * sizeof(int64_t)), h);
+      const int32_t list[2] = {st.n_list, st.list_pos};
+      h = fnv1a64(std::string_view(reinterpret_cast<const char*>(list), sizeof list), h);
+      h = fnv1a64(st.str, h);
+    }
+    if (!seen.emplace(platform, r.workload_key, h).second) {
+      ++d.platform_stats_[platform].records;
+      ++d.platform_stats_[platform].duplicates;
+      return nullptr;
+    }
+    candidate = r;
+    candidate.costs = {1.0};
+    candidate.error_no = 0;
+    candidate.measured = true;
+    return &candidate;
+  };
   d.read_stats_ = read_sources(
       sources, options,
       [&](const DataSource& src, const std::string& file) {
@@ -427,7 +453,11 @@ Dataset Dataset::load(const std::vector<DataSource>& sources, const LoadOptions&
           const auto it = owner.find({d.platforms_[platform], r.workload_key});
           keep = it != owner.end() && it->second == options.shard;  // not found: an invalid record (counted only)
         }
-        d.add_record(r, platform, group, keep);
+        if (!options.candidates) {
+          d.add_record(r, platform, group, keep);
+        } else if (const MeasureRecord* c = as_candidate(r, platform)) {
+          d.add_record(*c, platform, group, keep);
+        }
       });
   if (options.shards > 1) {
     d.task_shard_.resize(d.tasks_.size());

@@ -265,7 +265,7 @@ struct CkdTrainer {
   static CkdPhaseLog learn(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
                            const CkdOptions& o, const std::function<void(const DatasetScorer&)>& after_cl,
-                           const EarlierPrograms& earlier) {
+                           const EarlierPrograms& earlier, const CandidatePrograms& candidates) {
     if (train_tasks.empty()) throw Error("learn_platform(" + platform + "): no training tasks");
     if (!(o.temperature > 0) || !std::isfinite(o.temperature))
       throw Error(fmt::format("learn_platform({}): the distillation temperature must be finite and > 0 (CL {:g})",
@@ -288,8 +288,21 @@ struct CkdTrainer {
     };
     check_one_platform(data, train_tasks, "tasks");
     check_one_platform(data, valid_tasks, "tasks");
+    // What KD distils on: the candidate pool when there is one, else the measured training programs.
+    const bool use_candidates = candidates.data != nullptr && !candidates.tasks.empty();
+    const Dataset& kd_data = use_candidates ? *candidates.data : data;
+    const std::vector<uint32_t>& kd_tasks = use_candidates ? candidates.tasks : train_tasks;
+    if (use_candidates) {
+      check_feature_family(version, candidates.data->feature_version(), "the candidate programs of " + platform);
+      if (candidates.data->shards() != data.shards()) {
+        throw Error(fmt::format("learn_platform({}): the candidate programs were loaded as {} shard(s), the "
+                                "platform's as {}; load both with the same LoadOptions shard and shards",
+                                platform, candidates.data->shards(), data.shards()));
+      }
+      check_one_platform(*candidates.data, candidates.tasks, "candidate tasks");
+    }
     int64_t kd_programs = 0;
-    for (uint32_t t : train_tasks) kd_programs += static_cast<int64_t>(data.tasks()[t].programs.size());
+    for (uint32_t t : kd_tasks) kd_programs += static_cast<int64_t>(kd_data.tasks()[t].programs.size());
     kb.feature_version_ = version;
     std::mt19937_64 rng(o.seed ^ std::hash<std::string>{}(platform));
     torch::manual_seed(o.seed + kb.learned_.size());
@@ -470,7 +483,7 @@ struct CkdTrainer {
                  return loss;
                },
                kb_score};
-    const auto kd_curve = fit(kd, data, train_tasks, data, eval_tasks, o, rng, &log.kd_kept_epoch);
+    const auto kd_curve = fit(kd, kd_data, kd_tasks, data, eval_tasks, o, rng, &log.kd_kept_epoch);
     for (const EpochLog& e : kd_curve) {
       log.kd_valid_top1.push_back(e.valid_top1);
       log.kd_valid_pairwise.push_back(e.valid_pairwise);
@@ -513,8 +526,8 @@ struct CkdTrainer {
 CkdPhaseLog learn_platform(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
                            const CkdOptions& options, const std::function<void(const DatasetScorer&)>& after_cl,
-                           const EarlierPrograms& earlier) {
-  return CkdTrainer::learn(kb, data, train_tasks, valid_tasks, platform, options, after_cl, earlier);
+                           const EarlierPrograms& earlier, const CandidatePrograms& candidates) {
+  return CkdTrainer::learn(kb, data, train_tasks, valid_tasks, platform, options, after_cl, earlier, candidates);
 }
 
 std::string to_json(const CkdPhaseLog& l) {

@@ -28,8 +28,15 @@
 //         The KB is frozen during CL, so the spec's EWC term (which acts on the KB) is zero here.
 //   KD    the AC is frozen; the KB, starting from its own weights, is trained to match it:
 //           L = ListwiseKD(KB <- AC) + w * ListwiseKD_E(KB <- AC) + lambda * sum_j F_j (theta_j - theta*_j)^2
-//         the first term on t's measured training programs (temperature 1: the AC's z-scored scores as
-//         they are). One teacher for both: the AC, which learned t's programs from their labels and
+//         the first term on t's candidate programs when they are given (CandidatePrograms: every program
+//         of t's training tasks the measured budget was picked from, measured or not; no label is read),
+//         else on its measured training programs (temperature 1: the AC's z-scored scores as they are).
+//         Programs cost nothing to sample, only measurements do: on the pool the KB learns the AC's order
+//         of the programs the budget left out (tclm transfer: the target's unmeasured programs, or
+//         --candidates, the pool tclm collect writes). On the tuning split (3 orders, 3 seeds) the
+//         target was level in each and the Platinum of Platinum -> cpu24 ended 0.046 higher (every
+//         seed) than with KD on the measured programs (docs/experiments/transfer.md). One teacher for
+//         both: the AC, which learned t's programs from their labels and
 //         kept E's order from the KB. Without E (w = 0) the AC ranks an earlier platform's new workloads
 //         worse than the KB did before t, and only KD's start from the KB's weights holds them; with E
 //         the earlier platforms ended 0.03 higher in both CPU orders of docs/transfer.md (tuning split,
@@ -165,7 +172,8 @@ struct CkdPhaseLog {
   std::vector<double> cl_valid_pairwise, kd_valid_pairwise;  // per epoch (validation pairwise accuracy)
   int cl_kept_epoch = 0, kd_kept_epoch = 0;                  // the epochs kept (CkdOptions::select), 1-based
   double ac_valid_top1 = 0, kb_valid_top1 = 0;               // the kept epochs' validation top-1
-  int64_t kd_programs = 0;        // programs KD distilled on (each epoch): the measured training programs
+  int64_t kd_programs = 0;        // programs KD distilled on (each epoch): the measured training programs,
+                                  // or the candidate pool (CandidatePrograms) when one is given
   int64_t earlier_tasks = 0, earlier_programs = 0;  // the earlier platforms' tasks (of workloads this
                                                     // platform has none of, with two programs or more)
                                                     // CL and KD drew a batch of per step
@@ -191,6 +199,15 @@ struct EarlierPrograms {
   std::vector<uint32_t> tasks;  // tasks of *data, of any platforms learned before
 };
 
+/// The platform's candidate programs: its training tasks with every program the sampler chose from,
+/// measured or not (their labels are not used). KD distils on them instead of on the measured programs
+/// alone: programs cost nothing to sample, only measurements do. Empty: KD distils on the measured
+/// training programs.
+struct CandidatePrograms {
+  const Dataset* data = nullptr;
+  std::vector<uint32_t> tasks;  // tasks of *data, all of the platform learned
+};
+
 /// Learns one platform: Phi, CL, KD, Fisher update (see the top of this file). `train_tasks` and
 /// `valid_tasks` index data.tasks() and must all be of one platform (named `platform` in the log).
 /// `after_cl`, if set, is called once after the CL phase with a scorer of the trained active column
@@ -200,13 +217,14 @@ struct EarlierPrograms {
 /// records, and every process must call it with the same programs: it combines their scores).
 /// Both phases keep the epoch chosen on `valid_tasks` (or `train_tasks` when there are none).
 /// `earlier`: the platforms learned before (their data must be of the same encoding and, with N
-/// processes, sharded like `data`).
+/// processes, sharded like `data`). `candidates`: the platform's candidate pool for KD (the same
+/// conditions, and of the platform learned).
 /// Throws tclm::Error if train_tasks is empty, the tasks mix platforms, or the loss diverges.
 CkdPhaseLog learn_platform(KnowledgeBase& kb, const Dataset& data, const std::vector<uint32_t>& train_tasks,
                            const std::vector<uint32_t>& valid_tasks, const std::string& platform,
                            const CkdOptions& options,
                            const std::function<void(const DatasetScorer& active_column)>& after_cl = {},
-                           const EarlierPrograms& earlier = {});
+                           const EarlierPrograms& earlier = {}, const CandidatePrograms& candidates = {});
 
 /// JSON of a phase log.
 std::string to_json(const CkdPhaseLog& log);

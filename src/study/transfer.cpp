@@ -176,6 +176,34 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
     return r.best;
   };
 
+  // The pool's tasks of the target's training workloads (Task::workload: however a log spells the key).
+  std::vector<uint32_t> candidate_tasks;
+  if (o.candidates) {
+    std::set<std::string> train_workloads;
+    for (uint32_t t : of(split.train, target)) train_workloads.insert(d.tasks()[t].workload);
+    const Dataset& c = *o.candidates;
+    int64_t programs = 0;
+    for (uint32_t t = 0; t < c.tasks().size(); ++t) {
+      if (c.platforms()[c.tasks()[t].platform] != target) {
+        throw Error(fmt::format("--candidates: the pool holds programs of platform '{}'; it must be the target's ('{}')",
+                                c.platforms()[c.tasks()[t].platform], target));
+      }
+      if (train_workloads.count(c.tasks()[t].workload) == 0) continue;
+      candidate_tasks.push_back(t);
+      programs += static_cast<int64_t>(c.tasks()[t].programs.size());
+    }
+    if (candidate_tasks.empty()) {
+      throw Error(fmt::format("--candidates: the pool has no program of the target's {} training tasks (it holds {} "
+                              "tasks of other workloads); give the pool of the target's collection (OUT/pool of tclm "
+                              "collect)", of(split.train, target).size(), c.tasks().size()));
+    }
+    if (progress) {
+      std::fprintf(stderr, "target %s: the candidate pool has %lld programs of %zu of its %zu training tasks (of %zu "
+                           "tasks in the pool)\n", target.c_str(), static_cast<long long>(programs),
+                   candidate_tasks.size(), of(split.train, target).size(), c.tasks().size());
+    }
+  }
+
   for (int seed = o.first_seed; seed < o.first_seed + o.seeds; ++seed) {
     // ---- the target's measured budget (the same picks for every method of this seed)
     std::vector<uint32_t> target_tasks = of(split.train, target);
@@ -239,8 +267,17 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
           evaluate_all(method, seed, ++phase, "learn " + s, kb_scorer, platforms);
         }
         if (progress) std::fprintf(stderr, "[%s seed %d] learning target %s\n", method.c_str(), seed, target.c_str());
+        // KD distils on every candidate program of the target's training tasks, measured or not (no
+        // label is read): the pool given, else every program of those tasks in the data, which the
+        // budget was picked from.
+        CandidatePrograms candidates;
+        if (o.candidates) {
+          candidates = {o.candidates.get(), candidate_tasks};
+        } else if (o.budget < 1.0) {
+          candidates = {&d, of(split.train, target)};
+        }
         log_phase(learn_platform(kb, target_data, of(split.train, target), of(split.valid, target), target, co,
-                                 eval_ac(target), earlier));
+                                 eval_ac(target), earlier, candidates));
         evaluate_all(method, seed, ++phase, "learn " + target, kb_scorer, platforms);
         if (method == "tcl" && seed == o.first_seed) {
           std::string joined;

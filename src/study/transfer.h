@@ -42,6 +42,11 @@ struct TransferStudyOptions {
   double budget = 0.1;               // fraction of every target training/validation task measured
   double source_fraction = 1.0;      // random fraction of the programs of the sources' training and
                                      // validation tasks kept (a cheaper study; test tasks stay whole)
+  // The target's candidate pool (a Dataset loaded with LoadOptions::candidates, its platform named as
+  // the target, sharded like the data): the tcl methods' KD phase of the target distils on its programs
+  // of the target's training workloads. Null: on the programs of the target's training tasks in the
+  // data that the budget left unmeasured as well (none with --budget 1).
+  std::shared_ptr<const Dataset> candidates;
   int seeds = 1, first_seed = 0;     // seeds first_seed .. first_seed + seeds - 1
   std::string out;                   // directory: phases.csv (a row per evaluation, appended as it ends)
                                      // and, with method tcl, kb.tclm (the first seed's knowledge base)

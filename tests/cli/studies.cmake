@@ -247,6 +247,31 @@ if(NOT deploy_pool EQUAL v100_programs OR NOT split_pool LESS v100_programs OR E
   message(FATAL_ERROR "transfer --test-fraction 0: target pool ${deploy_pool} of ${v100_programs} programs (with test "
           "tasks: ${split_pool}), or a phases.csv, or no kb.tclm:\n${deploy_md}")
 endif()
+# The target's KD phase distils on the programs the budget left unmeasured as well: every program of
+# its training tasks (the slice's but its validation tasks'), more than the budget measured.
+string(JSON deploy_kd GET "${deploy_json}" ckd_phases 1 phase kd_programs)
+string(JSON deploy_measured GET "${deploy_json}" target_programs_measured)
+# --candidates: a pool of one of the slice's tasks, its file twice (every program once: a pool of 1,000),
+# is what KD distils on instead. A pool of none of the target's training workloads is refused.
+file(GLOB v100_files ${DATA}/v100/pooling/*.log.gz)
+list(GET v100_files 0 one_task)
+file(COPY ${one_task} DESTINATION ${OUT}/pool/a)
+file(COPY ${one_task} DESTINATION ${OUT}/pool/b)
+run(transfer ${deploy_args} --valid-fraction 0 --methods tcl --candidates ${OUT}/pool -o ${OUT}/transfer-pool)
+file(READ ${OUT}/transfer-pool/transfer.json pool_json)
+string(JSON pool_kd GET "${pool_json}" ckd_phases 1 phase kd_programs)
+string(JSON pool_platform GET "${pool_json}" ckd_phases 1 phase platform)
+math(EXPR deploy_kd_rest "${deploy_kd} % 1000")
+if(NOT deploy_kd GREATER deploy_measured OR NOT deploy_kd_rest EQUAL 0 OR deploy_kd GREATER v100_programs
+   OR NOT pool_kd EQUAL 1000 OR NOT pool_platform STREQUAL "v100")
+  message(FATAL_ERROR "the target's KD phase distilled on ${deploy_kd} programs (want whole tasks of the slice's "
+          "${v100_programs}, more than the ${deploy_measured} measured) and on ${pool_kd} with --candidates (want 1000)")
+endif()
+execute_process(COMMAND ${TCLM} transfer ${deploy_args} --methods tcl --candidates ${DATA}/v100/depthwise
+                -o ${OUT}/transfer-pool-other RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT rc EQUAL 1 OR NOT err MATCHES "--candidates: the pool has no program of the target's")
+  message(FATAL_ERROR "transfer --candidates with a pool of other workloads: rc ${rc}:\n${err}")
+endif()
 execute_process(COMMAND ${TCLM} transfer ${deploy_args} --methods tcl,target-only -o ${OUT}/transfer-deploy-baseline
                 RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
 if(NOT rc EQUAL 1 OR NOT err MATCHES "--methods target-only: --test-fraction 0 leaves no test tasks")

@@ -70,6 +70,50 @@ TEST(Dataset, TasksLabelsAndErrors) {
   EXPECT_EQ(mask, std::vector<float>(3, 1.0f));
 }
 
+TEST(Dataset, ACandidatePoolKeepsEveryProgramOnceMeasuredOrNot) {
+  // Programs are told apart by their steps (rec: n_steps of them). Task A: never measured (1 and 2
+  // steps), 2 steps again, a failed measurement (3 steps), a success of 2 steps (the program of the
+  // second line, measured); task B: one never measured.
+  auto unmeasured = [](const std::string& wk, int n_steps) {
+    MeasureRecord r;
+    r.workload_key = wk;
+    r.target = "llvm";
+    r.hw_params = {8, 64, 64, 0, 0, 0, 0, 0};
+    for (int i = 0; i < n_steps; ++i) {
+      TransformStep st;
+      st.kind = StepKind::kComputeInline;
+      st.ints = {i};
+      r.steps.push_back(st);
+    }
+    r.version = "v0.6";
+    r.measured = false;
+    return record_to_json(r) + "\n";
+  };
+  test::TempDir dir;
+  const std::string text = unmeasured("A", 1) + unmeasured("A", 2) + unmeasured("A", 2) + rec("A", "llvm", {1e10}, 6, 3) +
+                           rec("A", "llvm", {0.5}, 0, 2) + unmeasured("B", 1);
+  test::write_text(dir.file("pool.json"), text);
+  LoadOptions lo;
+  lo.candidates = true;
+  lo.cache_dir = dir.file("cache");  // not used for a pool
+  const Dataset pool = Dataset::load({DataSource::parse("p=" + dir.file("pool.json"))}, lo);
+  const auto& ps = pool.platform_stats()[0];
+  EXPECT_EQ(ps.records, 6);
+  EXPECT_EQ(ps.programs, 4);
+  EXPECT_EQ(ps.duplicates, 2);
+  EXPECT_EQ(ps.errors, 0) << "a failed measurement is still a candidate";
+  EXPECT_EQ(pool.read_stats().skipped, 0);
+  ASSERT_EQ(pool.tasks().size(), 2u);
+  EXPECT_EQ(pool.tasks()[0].programs.size(), 3u);
+  EXPECT_EQ(pool.tasks()[1].programs.size(), 1u);
+  for (size_t p = 0; p < pool.num_programs(); ++p) EXPECT_FLOAT_EQ(pool.label(static_cast<uint32_t>(p)), 1.0f);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("cache")));
+  // As training data the lines without "r" are malformed (skipped, counted) and the failure an error.
+  const Dataset data = Dataset::load({DataSource::parse("p=" + dir.file("pool.json"))}, LoadOptions{});
+  EXPECT_EQ(data.num_programs(), 1u);
+  EXPECT_EQ(data.read_stats().skipped, 4);
+}
+
 TEST(Dataset, PlatformFromNormalizedTarget) {
   EXPECT_EQ(normalize_target("llvm -keys=cpu -link-params=0 -mcpu=core-avx2", {8, 64}), "llvm -mcpu=core-avx2 cores=8");
   EXPECT_EQ(normalize_target("cuda -keys=cuda,gpu -arch=sm_80 -max_num_threads=1024", {-1, 16}), "cuda -arch=sm_80");
