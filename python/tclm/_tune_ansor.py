@@ -135,14 +135,16 @@ REPORT_FILES = ("provenance.json", "collect.json", "tune.json", "latency.json")
 
 def record_files(path: str) -> List[str]:
     """A record file, or the record files under a directory (recursively: *.json, *.log, *.tsv, no
-    hidden files, not tclm's reports REPORT_FILES), sorted; ValueError when there is none."""
+    hidden files, not tclm's reports REPORT_FILES, not a tclm collection's pool/ of unmeasured
+    candidates), sorted; ValueError when there is none."""
     if os.path.isfile(path):
         return [path]
     if not os.path.isdir(path):
         raise ValueError(f"--pretrain-records '{path}' does not exist")
     out = []
     for root, dirs, files in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        in_collection = "provenance.json" in files
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (in_collection and d == "pool"))
         out += [os.path.join(root, f) for f in sorted(files)
                 if not f.startswith(".") and f.endswith((".json", ".log", ".tsv")) and f not in REPORT_FILES]
     if not out:

@@ -497,12 +497,14 @@ def test_xgb_pre_pretrains_on_another_networks_collection(tmp_path, monkeypatch,
     assert f"XGBModel trained on {measured} successfully measured records" in err
     assert summary["trials"] >= 3
 
-    # The collection's OUT works too (its reports are not read as records), and a record file of it.
+    # The collection's OUT works too (its reports and its pool/ of unmeasured candidates are not read as
+    # records), and a record file of it.
     for path in (coll, sorted((coll / "records").iterdir())[0]):
         forget()
         inputs, _, info = _tune_ansor.pretrain_records(str(path))
         assert info["pretrain_records_unmatched"] == 0 and len(inputs) == info["pretrain_records"] >= 1, info
         assert info["pretrain_files"] == (3 if path == coll else 1)
+    assert len(list((coll / "pool").iterdir())) == 3
     # Records without a collection: only the tuned network's tasks' records could be used; said.
     loose = tmp_path / "loose"
     loose.mkdir()
