@@ -2,14 +2,16 @@
 # The main job: installs dependencies, builds, and runs the whole TCL pipeline (tclm transfer) on the
 # embedded data (data/records: Roller's Ansor logs of a K80, a V100 and an MI50): learn the K80 and
 # the V100 one after the other with continual knowledge distillation, let the RDU sampler choose 10%
-# of the MI50's programs to "measure", learn the MI50 from them, and print every platform's top-1 /
+# of the MI50's programs to "measure", learn the MI50 from them (the knowledge base distilled on all
+# of the MI50's training programs, whose labels it never reads), and print every platform's top-1 /
 # top-5 on held-out workloads next to the baselines (a model trained on the MI50's 10% alone, and
 # fine-tuning a model of the sources on it). Outputs in out/main/: kb.tclm (the deployable knowledge
 # base), transfer.md, phases.csv, transfer.json, transfer.png.
 #
 # By default a short run that shows the whole pipeline (fewer epochs and steps, the sources' training
 # tasks at 30% of their programs, one seed: no paired verdict); its figures are a demonstration, not
-# the study's. It takes 3 minutes on 2 idle cores (AMD EPYC VM: 3:00 wall, 232 s user + 100 s system).
+# the study's. It takes about 3 minutes on 2 idle cores (AMD EPYC VM: 3:00 wall, 232 s user + 100 s
+# system, before the KD on all the MI50's programs; with it, Intel Xeon VM: 204 s user + 49 s system).
 #   scripts/main.sh --full   the study's configuration: all source programs, 4 CL / 4 KD epochs, 6
 #                            epochs per baseline, at least 150 steps per phase, and all the MI50's
 #                            data as a further baseline (about 25 minutes on 2 cores)

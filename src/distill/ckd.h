@@ -35,8 +35,9 @@
 //         of the programs the budget left out (tclm transfer: the target's unmeasured programs, or
 //         --candidates, the pool tclm collect writes). On the tuning split (3 orders, 3 seeds) the
 //         target was level in each and the Platinum of Platinum -> cpu24 ended 0.046 higher (every
-//         seed) than with KD on the measured programs (docs/experiments/transfer.md). One teacher for
-//         both: the AC, which learned t's programs from their labels and
+//         seed) than with KD on the measured programs; on the GPU orders' test split the target of
+//         V100, MI50 -> K80 0.020 higher (every seed) and one earlier GPU of each order (the K80, the
+//         MI50) 0.033-0.049 lower (docs/experiments/transfer.md). One teacher for both: the AC, which learned t's programs from their labels and
 //         kept E's order from the KB. Without E (w = 0) the AC ranks an earlier platform's new workloads
 //         worse than the KB did before t, and only KD's start from the KB's weights holds them; with E
 //         the earlier platforms ended 0.03 higher in both CPU orders of docs/transfer.md (tuning split,
