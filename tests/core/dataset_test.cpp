@@ -18,8 +18,9 @@ using namespace tclm;
 
 namespace {
 
+/// One record line; `measured` false writes a candidate without "r" (costs and err unused).
 std::string rec(const std::string& wk, const std::string& target, std::vector<double> costs, int err = 0,
-                int n_steps = 2) {
+                int n_steps = 2, bool measured = true) {
   MeasureRecord r;
   r.workload_key = wk;
   r.target = target;
@@ -33,6 +34,7 @@ std::string rec(const std::string& wk, const std::string& target, std::vector<do
   r.costs = std::move(costs);
   r.error_no = err;
   r.version = "v0.6";
+  r.measured = measured;
   return record_to_json(r) + "\n";
 }
 
@@ -74,21 +76,7 @@ TEST(Dataset, ACandidatePoolKeepsEveryProgramOnceMeasuredOrNot) {
   // Programs are told apart by their steps (rec: n_steps of them). Task A: never measured (1 and 2
   // steps), 2 steps again, a failed measurement (3 steps), a success of 2 steps (the program of the
   // second line, measured); task B: one never measured.
-  auto unmeasured = [](const std::string& wk, int n_steps) {
-    MeasureRecord r;
-    r.workload_key = wk;
-    r.target = "llvm";
-    r.hw_params = {8, 64, 64, 0, 0, 0, 0, 0};
-    for (int i = 0; i < n_steps; ++i) {
-      TransformStep st;
-      st.kind = StepKind::kComputeInline;
-      st.ints = {i};
-      r.steps.push_back(st);
-    }
-    r.version = "v0.6";
-    r.measured = false;
-    return record_to_json(r) + "\n";
-  };
+  auto unmeasured = [](const std::string& wk, int n_steps) { return rec(wk, "llvm", {}, 0, n_steps, false); };
   test::TempDir dir;
   const std::string text = unmeasured("A", 1) + unmeasured("A", 2) + unmeasured("A", 2) + rec("A", "llvm", {1e10}, 6, 3) +
                            rec("A", "llvm", {0.5}, 0, 2) + unmeasured("B", 1);

@@ -347,25 +347,32 @@ TEST(Ckd, PhasesKeepTheEpochOfTheSelectionRule) {
 
 namespace {
 
+/// Calls fn(i, j) for every pair i < j of programs of one task, over `tasks`, with the programs listed
+/// task by task (programs_of): i and j index that list.
+template <typename Fn>
+void for_each_task_pair(const Dataset& d, const std::vector<uint32_t>& tasks, Fn&& fn) {
+  size_t base = 0;
+  for (uint32_t t : tasks) {
+    const size_t n = d.tasks()[t].programs.size();
+    for (size_t i = base; i < base + n; ++i) {
+      for (size_t j = i + 1; j < base + n; ++j) fn(i, j);
+    }
+    base += n;
+  }
+}
+
 /// Fraction of the pairs of programs of one task, over `tasks`, that two score vectors order the same
 /// way (pairs that either vector ties are left out). `programs` lists the tasks' programs task by task
 /// (programs_of), a[i] and b[i] score programs[i].
 double pair_agreement(const Dataset& d, const std::vector<uint32_t>& tasks, const std::vector<float>& a,
                       const std::vector<float>& b) {
   int64_t same = 0, pairs = 0;
-  size_t base = 0;
-  for (uint32_t t : tasks) {
-    const size_t n = d.tasks()[t].programs.size();
-    for (size_t i = base; i < base + n; ++i) {
-      for (size_t j = i + 1; j < base + n; ++j) {
-        const float da = a[i] - a[j], db = b[i] - b[j];
-        if (da == 0 || db == 0) continue;
-        ++pairs;
-        if ((da > 0) == (db > 0)) ++same;
-      }
-    }
-    base += n;
-  }
+  for_each_task_pair(d, tasks, [&](size_t i, size_t j) {
+    const float da = a[i] - a[j], db = b[i] - b[j];
+    if (da == 0 || db == 0) return;
+    ++pairs;
+    if ((da > 0) == (db > 0)) ++same;
+  });
   return pairs ? static_cast<double>(same) / static_cast<double>(pairs) : 0.0;
 }
 
@@ -459,19 +466,12 @@ TEST(Ckd, KdDistilsOnTheCandidatePoolWithTheActiveColumnAsTeacher) {
   auto taken = [](const Dataset& d, const std::vector<uint32_t>& tasks, const std::vector<float>& before,
                   const std::vector<float>& ac, const std::vector<float>& after, int64_t* changed) {
     int64_t n = 0, same = 0;
-    size_t base = 0;
-    for (uint32_t t : tasks) {
-      const size_t k = d.tasks()[t].programs.size();
-      for (size_t i = base; i < base + k; ++i) {
-        for (size_t j = i + 1; j < base + k; ++j) {
-          const float b = before[i] - before[j], a = ac[i] - ac[j], x = after[i] - after[j];
-          if (b == 0 || a == 0 || (b > 0) == (a > 0)) continue;
-          ++n;
-          if (x != 0 && (x > 0) == (a > 0)) ++same;
-        }
-      }
-      base += k;
-    }
+    for_each_task_pair(d, tasks, [&](size_t i, size_t j) {
+      const float b = before[i] - before[j], a = ac[i] - ac[j], x = after[i] - after[j];
+      if (b == 0 || a == 0 || (b > 0) == (a > 0)) return;
+      ++n;
+      if (x != 0 && (x > 0) == (a > 0)) ++same;
+    });
     *changed = n;
     return n ? static_cast<double>(same) / static_cast<double>(n) : 0.0;
   };
