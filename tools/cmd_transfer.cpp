@@ -99,9 +99,10 @@ Command add_transfer_command(CLI::App& app) {
       ->check(CLI::Range(0.0, 1e12));
   cmd->add_option("--earlier-weight", o->ckd.earlier_weight,
                   fmt::format("Weight of the earlier platforms' programs in CL (the frozen KB teaches the active column "
-                              "their order) and in KD (the active column teaches the KB theirs, beside the new "
-                              "platform's); their labels are not used. Scaled by their number over the batch "
-                              "size ({}) when they are fewer (default {:g}; 0 = the new platform's programs alone)",
+                              "its order of the workloads the new platform has not measured) and in KD (the active "
+                              "column teaches the KB its order of all of them, beside the new platform's); their "
+                              "labels are not used. Scaled by their number over the batch size ({}) when they are "
+                              "fewer (default {:g}; 0 = the new platform's programs alone)",
                               o->ckd.batch_size, o->ckd.earlier_weight))
       ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--phi-floor", o->ckd.phi_floor, fmt::format("Lower bound of Phi (default {:g})", o->ckd.phi_floor))->check(CLI::Range(0.0, 1.0));

@@ -319,7 +319,8 @@ struct CkdTrainer {
     if (dist != nullptr) dist->broadcast_parameters(model->parameters());  // every process starts from rank 0's KB
     ScoreFn kb_score = [&](const torch::Tensor& x, const torch::Tensor& m) { return model->forward(x, m); };
     // The earlier platforms' programs (their labels are not used): one batch of them per step of CL and of KD.
-    std::vector<uint32_t> earlier_tasks;
+    // CL's teacher of them is the frozen KB, KD's the active column (see the top of ckd.h).
+    std::vector<uint32_t> earlier_cl, earlier_kd;
     if (o.earlier_weight > 0 && earlier.data != nullptr && !kb.learned_.empty()) {
       check_feature_family(version, earlier.data->feature_version(), "the earlier platforms' programs for " + platform);
       if (earlier.data->shards() != data.shards()) {
@@ -327,9 +328,10 @@ struct CkdTrainer {
                                 "platform's as {}; load both with the same LoadOptions shard and shards",
                                 platform, earlier.data->shards(), data.shards()));
       }
-      // Only the workloads this platform has no task of (Task::workload, so a workload whose key
-      // another machine spelled otherwise counts as measured): where it measured a workload, its
-      // labels say how to rank it, and an order learned on another platform would contradict them.
+      // CL leaves out the workloads this platform has a task of (Task::workload, so a workload whose
+      // key another machine spelled otherwise counts as measured): there its labels say how to rank,
+      // and the old KB's order, learned on another platform, would contradict them. KD's teacher is
+      // the active column, which learned those labels: it takes every earlier workload.
       std::set<std::string> own;
       for (const auto* part : {&train_tasks, &valid_tasks}) {
         for (uint32_t t : *part) own.insert(data.tasks()[t].workload);
@@ -338,44 +340,55 @@ struct CkdTrainer {
         if (t >= earlier.data->tasks().size()) {
           throw Error(fmt::format("learn_platform({}): earlier platforms' task {} out of range", platform, t));
         }
-        if (own.count(earlier.data->tasks()[t].workload) != 0) continue;
         // A task of one program has no order to teach (make_batches would drop it, drawing nothing
         // from the random stream).
-        if (earlier.data->tasks()[t].programs.size() < 2) continue;
-        earlier_tasks.push_back(t);
-        log.earlier_programs += static_cast<int64_t>(earlier.data->tasks()[t].programs.size());
+        const Task& task = earlier.data->tasks()[t];
+        if (task.programs.size() < 2) continue;
+        const auto n = static_cast<int64_t>(task.programs.size());
+        earlier_kd.push_back(t);
+        log.kd_earlier_programs += n;
+        if (own.count(task.workload) != 0) continue;
+        earlier_cl.push_back(t);
+        log.earlier_programs += n;
       }
-      log.earlier_tasks = static_cast<int64_t>(earlier_tasks.size());
+      log.earlier_tasks = static_cast<int64_t>(earlier_cl.size());
+      log.kd_earlier_tasks = static_cast<int64_t>(earlier_kd.size());
     }
-    const bool use_earlier = !earlier_tasks.empty();
-    // The term is a mean over the programs of its batch. Fewer earlier programs than a batch are all of
+    // Each term is a mean over the programs of its batch. Fewer earlier programs than a batch are all of
     // them in every step's batch, each weighing more than one of the platform's programs in its full
     // batch; the weight scales down in proportion, so that no earlier program weighs more in a step.
-    if (use_earlier) {
-      log.earlier_weight =
-          o.earlier_weight * std::min(1.0, static_cast<double>(log.earlier_programs) / static_cast<double>(o.batch_size));
-    }
+    auto term_weight = [&](int64_t programs) {
+      return programs == 0 ? 0.0
+                           : o.earlier_weight * std::min(1.0, static_cast<double>(programs) / static_cast<double>(o.batch_size));
+    };
+    log.earlier_weight = term_weight(log.earlier_programs);
+    log.kd_earlier_weight = term_weight(log.kd_earlier_programs);
     // Their own random stream, so that the platform's batches are drawn as without them.
     std::mt19937_64 earlier_rng(o.seed ^ std::hash<std::string>{}(platform) ^ 0x9e3779b97f4a7c15ull);
-    std::vector<Batch> earlier_batches;
-    size_t earlier_next = 0;
-    // The next batch of the earlier platforms' programs (this process's part of it; none when it owns
-    // none of the batch's groups), reshuffled whenever they are used up. Called once per step on
-    // every process alike.
+    // Batches of a list of earlier tasks, reshuffled whenever they are used up.
+    struct EarlierStream {
+      std::vector<uint32_t> tasks;
+      std::vector<Batch> batches;
+      size_t next = 0;
+    };
+    EarlierStream stream{earlier_cl, {}, 0};
+    // The next batch of the stream's programs (this process's part of it; none when it owns none of the
+    // batch's groups). Called once per step on every process alike.
     auto next_earlier = [&]() -> std::optional<BatchTensors> {
-      if (earlier_next >= earlier_batches.size()) {
-        earlier_batches = make_batches(*earlier.data, earlier_tasks, o.batch_size, o.group_size, earlier_rng);
-        earlier_next = 0;
+      if (stream.tasks.empty()) return std::nullopt;
+      if (stream.next >= stream.batches.size()) {
+        stream.batches = make_batches(*earlier.data, stream.tasks, o.batch_size, o.group_size, earlier_rng);
+        stream.next = 0;
       }
-      if (earlier_batches.empty()) return std::nullopt;
-      const Batch& b = earlier_batches[earlier_next++];
+      if (stream.batches.empty()) return std::nullopt;
+      const Batch& b = stream.batches[stream.next++];
       const Batch mine = dist != nullptr ? dist->owned_part(*earlier.data, b) : Batch{};
       const Batch& part = dist != nullptr ? mine : b;
       if (part.groups.empty()) return std::nullopt;
       return to_tensors(*earlier.data, part, o.group_size);
     };
-    // ListwiseKD(student <- teacher) on the next batch of the earlier platforms' programs, into `part`.
-    auto earlier_term = [&](LossPart* part, const ScoreFn& teacher, const ScoreFn& student) {
+    // ListwiseKD(student <- teacher) on the stream's next batch, into `part` at `weight`.
+    auto earlier_term = [&](LossPart* part, const ScoreFn& teacher, const ScoreFn& student, double weight) {
       const auto eb = next_earlier();
       if (!eb) return;
       torch::Tensor t;
@@ -384,7 +397,7 @@ struct CkdTrainer {
         t = eb->to_grid(teacher(eb->x, eb->mask));
       }
       part->mean = listwise_distill_loss(eb->to_grid(student(eb->x, eb->mask)), t, eb->label_mask, 1.0, &part->normalizer);
-      part->weight = log.earlier_weight;
+      part->weight = weight;
     };
 
     // ---- Phi from the KB's ranking quality on this platform's (measured) training data: its top-1
@@ -423,7 +436,7 @@ struct CkdTrainer {
                [&](const BatchTensors* bt, int epoch) {
                  StepLoss loss;
                  loss.parts.resize(3);
-                 if (use_earlier) earlier_term(&loss.parts[2], kb_score, ac_score);
+                 earlier_term(&loss.parts[2], kb_score, ac_score, log.earlier_weight);
                  if (bt == nullptr) return loss;
                  const auto s = bt->to_grid(ac->forward(bt->x, bt->mask));
                  loss.parts[0].mean = lambdarank_loss(s, bt->labels, bt->label_mask, &loss.parts[0].normalizer);
@@ -463,12 +476,15 @@ struct CkdTrainer {
     // ---- KD: the frozen AC teaches the KB, starting from the KB's own weights; EWC (when lambda > 0)
     // pulls the parameters the Fisher information marks towards their anchors.
     for (auto& p : ac->parameters()) p.set_requires_grad(false);
+    // KD's earlier programs: every earlier workload. The same list as CL's (no shared workload) goes on
+    // with CL's batches.
+    if (earlier_kd != stream.tasks) stream = EarlierStream{earlier_kd, {}, 0};
     t0 = Clock::now();
     FitSpec kd{"KD " + platform, model.get(), model->parameters(), o.lr_kd, o.epochs_kd,
                [&](const BatchTensors* bt, int epoch) {
                  StepLoss loss;
                  loss.parts.resize(2);
-                 if (use_earlier) earlier_term(&loss.parts[1], ac_score, kb_score);
+                 earlier_term(&loss.parts[1], ac_score, kb_score, log.kd_earlier_weight);
                  if (bt != nullptr) {
                    torch::Tensor teacher;
                    {
@@ -546,6 +562,9 @@ std::string to_json(const CkdPhaseLog& l) {
       {"earlier_tasks", l.earlier_tasks},
       {"earlier_programs", l.earlier_programs},
       {"earlier_weight", l.earlier_weight},
+      {"kd_earlier_tasks", l.kd_earlier_tasks},
+      {"kd_earlier_programs", l.kd_earlier_programs},
+      {"kd_earlier_weight", l.kd_earlier_weight},
       {"ac_valid_top1", l.ac_valid_top1},
       {"kb_valid_top1", l.kb_valid_top1},
       {"ac_train_top1", l.ac_train_top1},

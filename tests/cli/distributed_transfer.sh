@@ -28,10 +28,12 @@ j1, j2 = (json.load(open(d + "/transfer.json")) for d in (one, two))
 m1, m2 = j1["target_programs_measured"], j2["target_programs_measured"]
 assert m1 == m2, f"the sampler picked {m1} programs in one process and {m2} in two"
 def earlier(j):
-    return [(p["phase"]["platform"], p["phase"]["earlier_tasks"], p["phase"]["earlier_programs"]) for p in j["ckd_phases"]]
+    return [(p["phase"]["platform"], p["phase"]["earlier_tasks"], p["phase"]["earlier_programs"],
+             p["phase"]["kd_earlier_programs"]) for p in j["ckd_phases"]]
 e1, e2 = earlier(j1), earlier(j2)
 assert e1 == e2, f"the earlier platforms' programs differ: {e1} in one process, {e2} in two"
 assert e1[0][2] == 0 and e1[-1][2] > 0, f"the K80's programs should take part in the target's phase only: {e1}"
+assert all(e[2] == e[3] for e in e1), f"no workload is shared, so KD's earlier programs should be CL's: {e1}"
 def rows(d):
     return {(r["method"], r["phase"], r["platform"]): r for r in csv.DictReader(open(d + "/phases.csv"))}
 r1, r2 = rows(one), rows(two)
