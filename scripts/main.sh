@@ -10,8 +10,8 @@
 #
 # By default a short run that shows the whole pipeline (fewer epochs and steps, the sources' training
 # tasks at 30% of their programs, one seed: no paired verdict); its figures are a demonstration, not
-# the study's. It takes about 3-4 minutes on 2 idle cores (2-vCPU Intel Xeon VM: 261 s user + 78 s
-# system CPU time).
+# the study's. It takes a few minutes on 2 cores (2-vCPU Intel Xeon VM: 261 s user + 78 s system CPU
+# time).
 #   scripts/main.sh --full   the study's configuration: all source programs, 4 CL / 4 KD epochs, 6
 #                            epochs per baseline, at least 150 steps per phase, and all the MI50's
 #                            data as a further baseline (about 25 minutes on 2 cores)
