@@ -57,9 +57,12 @@
 //         5,575-11,292 programs a phase at --source-fraction 0.1). On the tuning split of the two GPU
 //         orders (3 seeds, paired with E' = E) the target was level in both (+0.004 +- 0.080, +0.026 +-
 //         0.026), its KB no longer below its AC (KB - AC -0.028 -> -0.008 and -0.010 -> +0.022, every
-//         seed of the second order), no earlier GPU behind. Each KD step of a source GPU's phase now
-//         scores a batch of E' beside its own (about twice the work). In the CPU orders (no workload
-//         shared) E' is E, and the phases are as they were, digit for digit.
+//         seed of the second order), no earlier GPU behind; the test split, read once after that choice,
+//         had V100, MI50 -> K80's target 0.033, its V100 0.021 and its MI50 0.051 lower (the last two
+//         in every seed; docs/transfer.md). Each KD step of a source GPU's phase now also scores a
+//         batch of up to batch_size earlier programs with both models and back-propagates it through
+//         the KB. In the CPU orders (no workload shared) E' is E, and the phases are as they were,
+//         digit for digit.
 //         lambda is 0 by default: a pull towards the old KB's parameters (EWC), or towards its ranking
 //         of the earlier platforms' programs in KD (a replay with the old KB as the teacher), kept the
 //         KB 0.06-0.09 top-1 below the AC on the target.
