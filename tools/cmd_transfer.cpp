@@ -51,7 +51,8 @@ Command add_transfer_command(CLI::App& app) {
       "The TCL pipeline: learn the --sources platforms in order (continual knowledge distillation: knowledge base + "
       "active column, dynamic Phi, EWC), RDU-sample --budget of the --target's programs, learn the target, and "
       "evaluate every platform after every phase, next to the baselines (the knowledge base after each KD "
-      "phase; method '<tcl method>:ac' rows: the active column after each CL phase). Writes phases.csv, transfer.md "
+      "phase; method '<tcl method>:ac' rows: the active column after each CL phase). Writes phases.csv, test_tasks.csv "
+      "(each evaluation's per-task figures), transfer.md "
       "(with tcl minus each other method, paired by seed), transfer.json, transfer.png, transfer_options.txt (every "
       "option's value) and, with method tcl, kb.tclm (the deployable knowledge base of the first seed)");
   // transfer_options.txt records every option's value, defaults included.
@@ -179,8 +180,8 @@ Command add_transfer_command(CLI::App& app) {
     write_file_atomic(o->out + "/transfer.json", study::transfer_json(result, so).dump(1) + "\n");
     const bool evaluated = result.evaluated;
     if (evaluated) plot_csv("transfer", o->out + "/phases.csv", o->out + "/transfer.png");
-    std::cout << table << "results: " << o->out << (evaluated ? "/{transfer.md,transfer.json,phases.csv,transfer.png,"
-                                                                "transfer_options.txt,kb.tclm}\n"
+    std::cout << table << "results: " << o->out << (evaluated ? "/{transfer.md,transfer.json,phases.csv,test_tasks.csv,"
+                                                                "transfer.png,transfer_options.txt,kb.tclm}\n"
                                                               : "/{transfer.md,transfer.json,transfer_options.txt,kb.tclm}\n");
     return 0;
   }};

@@ -130,16 +130,31 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
 
   TransferStudyResult result;
   result.evaluated = evaluated;
-  std::optional<CsvJournal> phases_csv;
+  std::optional<CsvJournal> phases_csv, tasks_csv;
   if (writer && evaluated) {
     phases_csv.emplace(o.out + "/phases.csv", kPhasesCsvHeader, /*resume=*/false);
     phases_csv->keep({});
+    // test_tasks.csv: every evaluation's per-task figures, so that a platform's loss can be traced to
+    // the workloads it comes from (a phases.csv row's top1_task_mean is the mean of its rows' top1).
+    std::string per_task_header = per_task_csv({});
+    per_task_header.pop_back();  // its '\n'
+    tasks_csv.emplace(o.out + "/test_tasks.csv", "method,seed,phase_index,phase," + per_task_header, /*resume=*/false);
+    tasks_csv->keep({});
   }
   auto evaluate_all = [&](const std::string& method, int seed, int phase_index, const std::string& phase,
                           const ProgramScorer& scorer, const std::vector<std::string>& on) {
     if (!evaluated) return;
     for (const auto& p : on) {
-      const RankingReport r = evaluate_rankings(d, of(split.test, p), scorer).back();
+      std::vector<TaskResult> per_task;
+      const RankingReport r = evaluate_rankings(d, of(split.test, p), scorer, tasks_csv ? &per_task : nullptr).back();
+      if (tasks_csv) {
+        const std::string rows = per_task_csv(per_task);
+        const std::string prefix = fmt::format("{},{},{},{},", method, seed, phase_index, phase);
+        for (size_t b = rows.find('\n') + 1, e; b < rows.size(); b = e + 1) {  // the rows after the header
+          e = rows.find('\n', b);
+          tasks_csv->append(prefix + rows.substr(b, e - b));
+        }
+      }
       ResultRow row{{method, phase, p, seed},
                     phase_index,
                     {{"top1", r.top1.pooled},

@@ -48,8 +48,9 @@ struct TransferStudyOptions {
   // data that the budget left unmeasured as well (none with --budget 1).
   std::shared_ptr<const Dataset> candidates;
   int seeds = 1, first_seed = 0;     // seeds first_seed .. first_seed + seeds - 1
-  std::string out;                   // directory: phases.csv (a row per evaluation, appended as it ends)
-                                     // and, with method tcl, kb.tclm (the first seed's knowledge base)
+  std::string out;                   // directory: phases.csv (a row per evaluation, appended as it ends),
+                                     // test_tasks.csv (its per-task rows) and, with method tcl, kb.tclm
+                                     // (the first seed's knowledge base)
   bool progress = true;              // progress lines on stderr
 };
 
@@ -61,7 +62,7 @@ struct TransferStudyResult {
   nlohmann::ordered_json ckd_phases = nlohmann::ordered_json::array();  // {"method", "seed", "phase": CkdPhaseLog} per CKD phase
   size_t target_measured = 0, target_pool = 0;         // the budget's programs (of the last seed), of so many
   std::string kb_path;                                 // kb.tclm when written, else ""
-  bool evaluated = true;  // false without test tasks (--test-fraction 0): no table, no phases.csv
+  bool evaluated = true;  // false without test tasks (--test-fraction 0): no table, no phases.csv or test_tasks.csv
 };
 
 /// Runs the study on `data` (the platforms of sources and target; moved in, as --source-fraction

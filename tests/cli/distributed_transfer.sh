@@ -19,7 +19,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 "$tclm" "${args[@]}" -o "$work/one" >"$work/one.log" 2>&1 || fail "one process failed: $(tail -3 "$work/one.log")"
 bash "$here/scripts/dist-run.sh" --nproc 2 -- "$tclm" "${args[@]}" -o "$work/two" >"$work/two.log" 2>&1 ||
   fail "two processes failed: $(tail -5 "$work/two.log")"
-for f in transfer.md transfer.json phases.csv kb.tclm; do [ -f "$work/two/$f" ] || fail "rank 0 wrote no $f"; done
+for f in transfer.md transfer.json phases.csv test_tasks.csv kb.tclm; do [ -f "$work/two/$f" ] || fail "rank 0 wrote no $f"; done
 if grep -q "^\[rank 1\] | method" "$work/two.log"; then fail "rank 1 printed the table"; fi
 python3 - "$work/one" "$work/two" <<'PY' || fail "two processes differ from one (above)"
 import csv, json, sys
@@ -38,6 +38,10 @@ def rows(d):
     return {(r["method"], r["phase"], r["platform"]): r for r in csv.DictReader(open(d + "/phases.csv"))}
 r1, r2 = rows(one), rows(two)
 assert r1.keys() == r2.keys(), f"phases.csv rows differ: {sorted(r1)} against {sorted(r2)}"
+def tasks(d):
+    return sorted((r["method"], r["phase"], r["platform"], r["workload_key"]) for r in csv.DictReader(open(d + "/test_tasks.csv")))
+t1, t2 = tasks(one), tasks(two)
+assert t1 == t2 and len(set(t1)) == len(t1), f"test_tasks.csv: {len(t1)} rows in one process, {len(t2)} in two"
 worst = max(abs(float(r1[k]["pairwise"]) - float(r2[k]["pairwise"])) for k in r1)
 print(f"{len(r1)} evaluations, programs measured {m1}, earlier programs in the target's phase {e1[-1][2]}, "
       f"largest pairwise difference {worst:.4f}")

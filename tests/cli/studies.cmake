@@ -191,6 +191,25 @@ if(PYTHON3)
   if(NOT rc EQUAL 0 OR NOT m_py OR NOT py_cells STREQUAL cpp_cells)
     message(FATAL_ERROR "paired_phases.py disagrees with transfer.md (rc ${rc}):\n${py_out}${py_err}\nvs '${cpp_cells}'")
   endif()
+  # test_tasks.csv holds every evaluation's test tasks: as many rows per phases.csv row as the platform
+  # has test tasks, whose top1 average to that row's top1_task_mean (the definition of the task mean).
+  execute_process(COMMAND ${PYTHON3} -c [=[
+import csv, sys, collections
+d = sys.argv[1]
+tasks = collections.defaultdict(list)
+for r in csv.DictReader(open(d + "/test_tasks.csv")):
+    tasks[(r["method"], r["seed"], r["phase"], r["platform"])].append(float(r["top1"]))
+rows = list(csv.DictReader(open(d + "/phases.csv")))
+counts = {p: {len(v) for k, v in tasks.items() if k[3] == p} for p in ("k80", "v100")}
+assert len(tasks) == len(rows) and all(len(c) == 1 for c in counts.values()), (len(tasks), len(rows), counts)
+for r in rows:
+    t = tasks[(r["method"], r["seed"], r["phase"], r["platform"])]
+    assert abs(sum(t) / len(t) - float(r["top1_task_mean"])) < 2e-6, (r, t)
+print(len(rows), "evaluations,", sum(map(len, tasks.values())), "task rows")
+]=] ${OUT}/transfer RESULT_VARIABLE rc OUTPUT_VARIABLE py_out ERROR_VARIABLE py_err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "transfer's test_tasks.csv does not match phases.csv:\n${py_out}${py_err}")
+  endif()
 endif()
 # --first-seed 1 --seeds 1 runs seed 1 alone, and it must give seed 1's rows of the 2-seed run digit
 # for digit: nothing carries from one seed to the next (RNG state, caches), so seeds can run in
