@@ -6,7 +6,7 @@
 # of the MI50's training programs, whose labels it never reads), and print every platform's top-1 /
 # top-5 on held-out workloads next to the baselines (a model trained on the MI50's 10% alone, and
 # fine-tuning a model of the sources on it). Outputs in out/main/: kb.tclm (the deployable knowledge
-# base), transfer.md, phases.csv, transfer.json, transfer.png.
+# base), transfer.md, phases.csv, test_tasks.csv, transfer.json, transfer.png.
 #
 # By default a short run that shows the whole pipeline (fewer epochs and steps, the sources' training
 # tasks at 30% of their programs, one seed: no paired verdict); its figures are a demonstration, not
