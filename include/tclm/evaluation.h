@@ -45,6 +45,10 @@ std::vector<RankingReport> evaluate_rankings(const Dataset& data, const std::vec
 
 /// Per-task results as CSV (header + one line per task).
 std::string per_task_csv(const std::vector<TaskResult>& results);
+/// The same CSV's header and rows, without '\n', for a table with columns of its own in front (a
+/// study's run or phase): each row is `prefix` (the caller's values, ending in ',') and the task's.
+std::string per_task_csv_header();
+std::vector<std::string> per_task_csv_rows(const std::vector<TaskResult>& results, const std::string& prefix);
 
 /// A fixed-width table of reports for terminals.
 std::string format_reports(const std::vector<RankingReport>& reports);

@@ -71,17 +71,26 @@ std::vector<RankingReport> evaluate_rankings(const Dataset& data, const std::vec
   return out;
 }
 
-std::string per_task_csv(const std::vector<TaskResult>& results) {
+std::string per_task_csv_header() { return "platform,workload_key,group,programs,best_sec,top1,top5,random_top1"; }
+
+std::vector<std::string> per_task_csv_rows(const std::vector<TaskResult>& results, const std::string& prefix) {
   auto q = [](const std::string& s) {
     std::string o = "\"";
     for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
     return o + "\"";
   };
-  std::string s = "platform,workload_key,group,programs,best_sec,top1,top5,random_top1\n";
+  std::vector<std::string> rows;
+  rows.reserve(results.size());
   for (const auto& r : results) {
-    s += fmt::format("{},{},{},{},{:.6g},{:.6f},{:.6f},{:.6f}\n", q(r.platform), q(r.workload_key), q(r.group),
-                     r.programs, r.best, r.top1, r.top5, r.random_top1);
+    rows.push_back(fmt::format("{}{},{},{},{},{:.6g},{:.6f},{:.6f},{:.6f}", prefix, q(r.platform), q(r.workload_key),
+                               q(r.group), r.programs, r.best, r.top1, r.top5, r.random_top1));
   }
+  return rows;
+}
+
+std::string per_task_csv(const std::vector<TaskResult>& results) {
+  std::string s = per_task_csv_header() + "\n";
+  for (const auto& row : per_task_csv_rows(results, "")) s += row + "\n";
   return s;
 }
 

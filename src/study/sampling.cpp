@@ -187,9 +187,7 @@ SamplingStudyResult run_sampling_study(const Dataset& d, const Split& split, con
   // the kept runs are kept (a run killed between its test_tasks.csv rows and its sampling.csv row is run
   // again, and its rows must not appear twice).
   const std::string tasks_path = o.out + "/test_tasks.csv";
-  std::string per_task_header = per_task_csv({});
-  if (!per_task_header.empty() && per_task_header.back() == '\n') per_task_header.pop_back();
-  CsvJournal tasks_csv(tasks_path, "sampler,rate,seed," + per_task_header, resume);
+  CsvJournal tasks_csv(tasks_path, "sampler,rate,seed," + per_task_csv_header(), resume);
   note_cut(tasks_csv);
   {
     std::vector<std::string> keep;
@@ -268,9 +266,8 @@ SamplingStudyResult run_sampling_study(const Dataset& d, const Split& split, con
     row->test = evaluate_rankings(d, split.test, [&](const std::vector<uint32_t>& p) {
                   return predict_programs(m, d, p);
                 }, &per_task).back();
-    std::string rows = per_task_csv(per_task).substr(per_task_header.size());
-    for (const std::string& line : split_lines(rows)) {
-      if (!line.empty()) tasks_csv.append(fmt::format("{},{},{},{}", row->sampler, row->rate, seed, line));
+    for (const auto& line : per_task_csv_rows(per_task, fmt::format("{},{},{},", row->sampler, row->rate, seed))) {
+      tasks_csv.append(line);
     }
   };
   auto add_run = [&](SamplingRun r) {

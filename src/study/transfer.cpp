@@ -136,9 +136,8 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
     phases_csv->keep({});
     // test_tasks.csv: every evaluation's per-task figures, so that a platform's loss can be traced to
     // the workloads it comes from (a phases.csv row's top1_task_mean is the mean of its rows' top1).
-    std::string per_task_header = per_task_csv({});
-    per_task_header.pop_back();  // its '\n'
-    tasks_csv.emplace(o.out + "/test_tasks.csv", "method,seed,phase_index,phase," + per_task_header, /*resume=*/false);
+    tasks_csv.emplace(o.out + "/test_tasks.csv", "method,seed,phase_index,phase," + per_task_csv_header(),
+                      /*resume=*/false);
     tasks_csv->keep({});
   }
   auto evaluate_all = [&](const std::string& method, int seed, int phase_index, const std::string& phase,
@@ -148,11 +147,8 @@ TransferStudyResult run_transfer_study(Dataset d, const Split& split, const Tran
       std::vector<TaskResult> per_task;
       const RankingReport r = evaluate_rankings(d, of(split.test, p), scorer, tasks_csv ? &per_task : nullptr).back();
       if (tasks_csv) {
-        const std::string rows = per_task_csv(per_task);
-        const std::string prefix = fmt::format("{},{},{},{},", method, seed, phase_index, phase);
-        for (size_t b = rows.find('\n') + 1, e; b < rows.size(); b = e + 1) {  // the rows after the header
-          e = rows.find('\n', b);
-          tasks_csv->append(prefix + rows.substr(b, e - b));
+        for (const auto& row : per_task_csv_rows(per_task, fmt::format("{},{},{},{},", method, seed, phase_index, phase))) {
+          tasks_csv->append(row);
         }
       }
       ResultRow row{{method, phase, p, seed},
