@@ -2,43 +2,106 @@
 """Pair two methods' final figures seed by seed across `tclm transfer` outputs.
 
 `tclm transfer` writes the paired-by-seed table into transfer.md for the seeds of one run. When the
-seeds ran as parallel jobs (`--first-seed S --seeds 1`, one --out each), or the two methods ran in
-different jobs, this script pairs them from the jobs' phases.csv files, with the same rule as
-`paired_by_seed` (include/tclm/metrics.h): per platform, the method's row of the last phase of each
-seed; A minus B on the seeds both have; mean, sample std, each seed's difference; "ahead" /
-"behind" when |mean| >= 0.0005 and the mean is beyond one std of the differences, else "level";
-with one common seed the difference alone, "(1 seed: no paired verdict)" (src/study/results.h).
+seeds ran as parallel jobs (`--first-seed S --seeds 1`, one --out each), the two methods ran in
+different jobs, or the jobs held out different workloads (`--split-seed`), this script pairs them
+from the jobs' phases.csv files, with the same rule as `paired_by_seed` (include/tclm/metrics.h):
+per platform, the method's row of the last phase of each run; A minus B on the runs both have;
+mean, sample std, each run's difference; "ahead" / "behind" when |mean| >= 0.0005 and the mean is
+beyond one std of the differences, else "level"; with one common run the difference alone,
+"(1 seed: no paired verdict)" (src/study/results.h).
+
+A run is a held-out set and a seed. The held-out set is read from the transfer_options.txt that
+`tclm transfer` writes beside every phases.csv (--split, --split-seed, --test-fraction,
+--valid-fraction, --tuning-split): rows pair only within one set, so a mean over several sets of
+held-out workloads pairs each set's seed with the same set's seed.
 
     tools/paired_phases.py --a tcl out/o1-s0/phases.csv out/o1-s1/phases.csv \\
                            --b finetune out/o1-base/phases.csv --platforms mi50,k80
 
-Only the standard library; prints one Markdown row per platform.
+`--kept` reads one method instead of two: per earlier platform, its figure at the end of the run
+minus its figure right after its own phase ("learn <platform>"), which says whether the platform was
+kept ("lost" / "gained" / "level" by the same rule):
+
+    tools/paired_phases.py --kept tcl out/o1-s*/phases.csv --platforms k80,v100
+
+Only the standard library; prints one Markdown row per platform. It stops with an error on a run that
+two files (or one file twice) report for the same method, on runs that end at different phases (an
+unfinished job), and on a phases.csv without its transfer_options.txt.
 """
 import argparse
 import csv
+import os
 import statistics
 import sys
 
+# The options that decide which workloads a run holds out (docs/design.md, "Dataset and splits").
+SET_OPTIONS = ("split", "split-seed", "test-fraction", "valid-fraction", "tuning-split")
 
-def final_rows(method, files):
-    """{platform: {seed: row}} of the method's last phase per platform and seed."""
-    rows = []
+
+def held_out_set(phases_csv):
+    """(key, label) of the held-out set of the run that wrote `phases_csv`."""
+    path = os.path.join(os.path.dirname(os.path.abspath(phases_csv)), "transfer_options.txt")
+    try:
+        with open(path) as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        sys.exit(f"{phases_csv}: no transfer_options.txt beside it, so the workloads it held out are unknown "
+                 "(tclm transfer writes one next to every phases.csv)")
+    opts = {}
+    for line in lines:
+        key, sep, value = line.partition("=")
+        if sep:
+            opts[key.strip()] = value.strip().strip('"')
+    missing = [k for k in SET_OPTIONS if k not in opts]
+    if missing:
+        sys.exit(f"{path}: no {', '.join(missing)} (not a transfer_options.txt of tclm transfer?)")
+    label = opts["split-seed"] + (" (tuning)" if opts["tuning-split"] == "true" else "")
+    return tuple(opts[k] for k in SET_OPTIONS), label
+
+
+def read_rows(method, files):
+    """[(set_key, set_label, row)] of the method in `files`; a run reported twice is an error."""
+    out, seen = [], {}
     for f in files:
+        key, label = held_out_set(f)
         with open(f, newline="") as fh:
             for line_no, r in enumerate(csv.DictReader(fh), start=2):
                 if r.get("method") is None or r.get("phase_index") is None:
                     sys.exit(f"{f}:{line_no}: not a phases.csv row (no method / phase_index column)")
-                if r["method"] == method:
-                    rows.append(r)
-    out = {}
-    for plat in {r["platform"] for r in rows}:
-        these = [r for r in rows if r["platform"] == plat]
-        last = max(int(r["phase_index"]) for r in these)
-        out[plat] = {int(r["seed"]): r for r in these if int(r["phase_index"]) == last}
+                if r["method"] != method:
+                    continue
+                where = (key, int(r["seed"]), int(r["phase_index"]), r["platform"])
+                if where in seen:
+                    sys.exit(f"{f}:{line_no}: {method}, seed {r['seed']}, phase {r['phase_index']}, {r['platform']} "
+                             f"on split seed {label} is also in {seen[where]}: a run counted twice")
+                seen[where] = f"{f}:{line_no}"
+                out.append((key, label, r))
+    if not out:
+        sys.exit(f"no row of method {method} in {', '.join(files)}")
     return out
 
 
-def paired(diffs):
+def by_run(rows, platform, phase=None):
+    """{(set_key, seed): (set_label, row)}: the platform's row of the last phase of each run, or of `phase`."""
+    these = [(k, lab, r) for k, lab, r in rows if r["platform"] == platform]
+    last = {}
+    for k, _, r in these:
+        run = (k, int(r["seed"]))
+        last[run] = max(last.get(run, -1), int(r["phase_index"]))
+    if phase is None and len(set(last.values())) > 1:
+        ends = ", ".join(f"split seed {lab} seed {r['seed']} at {last[(k, int(r['seed']))]}"
+                         for k, lab, r in these if int(r["phase_index"]) == last[(k, int(r["seed"]))])
+        sys.exit(f"{these[0][2]['method']} on {platform}: the runs end at different phases ({ends}); "
+                 "an unfinished run, or runs of different platform orders?")
+    out = {}
+    for k, lab, r in these:
+        run = (k, int(r["seed"]))
+        if (r["phase"] == phase) if phase is not None else int(r["phase_index"]) == last[run]:
+            out[run] = (lab, r)
+    return out
+
+
+def paired(diffs, words=("ahead", "behind")):
     if not diffs:
         return "-"
     sign = lambda v: "+0.000" if f"{v:+.3f}" == "-0.000" else f"{v:+.3f}"
@@ -48,26 +111,64 @@ def paired(diffs):
     std = statistics.stdev(diffs)
     verdict = "level"
     if abs(mean) >= 0.0005:
-        verdict = "ahead" if mean - std > 0 else "behind" if mean + std < 0 else "level"
+        verdict = words[0] if mean - std > 0 else words[1] if mean + std < 0 else "level"
     return f"{sign(mean)} ± {std:.3f} (" + ", ".join(sign(d) for d in diffs) + f") {verdict}"
+
+
+def label_order(label):
+    """Held-out sets sort by split seed, the tuning split after the test split."""
+    return int(label.split()[0]), label
+
+
+def runs_cell(runs, labels):
+    """'0,1,2' for one held-out set; 'split seed 1: 0,1; split seed 3: 0' for several."""
+    if not runs:
+        return "-"
+    sets = sorted({r[0] for r in runs}, key=lambda k: label_order(labels[k]))
+    if len(sets) == 1:
+        return ",".join(str(s) for _, s in runs)
+    return "; ".join(f"split seed {labels[k]}: " + ",".join(str(s) for kk, s in runs if kk == k) for k in sets)
+
+
+def table(title, platforms, pairs_of, words):
+    print(f"| {title} | seeds | top-1 pooled | top-1 task mean | top-5 |")
+    print("|---|---|---|---|---|")
+    for plat in platforms:
+        a, b = pairs_of(plat)
+        labels = {k: lab for (k, _), (lab, _) in list(a.items()) + list(b.items())}
+        runs = sorted(set(a) & set(b), key=lambda run: (label_order(labels[run[0]]), run[1]))
+        cells = [paired([float(a[run][1][c]) - float(b[run][1][c]) for run in runs], words)
+                 for c in ("top1", "top1_task_mean", "top5")]
+        print(f"| {plat} | {runs_cell(runs, labels)} | " + " | ".join(cells) + " |")
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--a", nargs="+", required=True, metavar=("METHOD", "PHASES_CSV"), help="method, then its phases.csv files")
-    p.add_argument("--b", nargs="+", required=True, metavar=("METHOD", "PHASES_CSV"), help="method, then its phases.csv files")
+    p.add_argument("--a", nargs="+", metavar=("METHOD", "PHASES_CSV"), help="method, then its phases.csv files")
+    p.add_argument("--b", nargs="+", metavar=("METHOD", "PHASES_CSV"), help="method, then its phases.csv files")
+    p.add_argument("--kept", nargs="+", metavar=("METHOD", "PHASES_CSV"),
+                   help="instead of --a and --b: method, then its phases.csv files; each platform at the end "
+                        "minus right after its own phase")
     p.add_argument("--platforms", required=True, help="comma-separated platforms (target first, by habit)")
     o = p.parse_args()
-    if len(o.a) < 2 or len(o.b) < 2:
+    platforms = o.platforms.split(",")
+    if o.kept is not None:
+        if o.a is not None or o.b is not None:
+            p.error("--kept reads one method: give it without --a and --b")
+        if len(o.kept) < 2:
+            p.error("--kept needs a method and at least one phases.csv")
+        rows = read_rows(o.kept[0], o.kept[1:])
+        for plat in platforms:
+            if not any(r["platform"] == plat and r["phase"] == "learn " + plat for _, _, r in rows):
+                sys.exit(f"--kept: {o.kept[0]} has no phase 'learn {plat}' in these files "
+                         f"({plat} is not a platform it learned)")
+        table(f"{o.kept[0]}: end - after its own phase", platforms,
+              lambda plat: (by_run(rows, plat), by_run(rows, plat, "learn " + plat)), ("gained", "lost"))
+        return
+    if o.a is None or o.b is None or len(o.a) < 2 or len(o.b) < 2:
         p.error("--a and --b each need a method and at least one phases.csv")
-    a, b = final_rows(o.a[0], o.a[1:]), final_rows(o.b[0], o.b[1:])
-    print(f"| {o.a[0]} - {o.b[0]} | seeds | top-1 pooled | top-1 task mean | top-5 |")
-    print("|---|---|---|---|---|")
-    for plat in o.platforms.split(","):
-        sa, sb = a.get(plat, {}), b.get(plat, {})
-        seeds = sorted(set(sa) & set(sb))
-        cells = [paired([float(sa[s][c]) - float(sb[s][c]) for s in seeds]) for c in ("top1", "top1_task_mean", "top5")]
-        print(f"| {plat} | {','.join(map(str, seeds)) or '-'} | " + " | ".join(cells) + " |")
+    a, b = read_rows(o.a[0], o.a[1:]), read_rows(o.b[0], o.b[1:])
+    table(f"{o.a[0]} - {o.b[0]}", platforms, lambda plat: (by_run(a, plat), by_run(b, plat)), ("ahead", "behind"))
 
 
 if __name__ == "__main__":
