@@ -12,8 +12,8 @@ beyond one std of the differences, else "level"; with one common run the differe
 
 A run is a held-out set and a seed. The held-out set is read from the transfer_options.txt that
 `tclm transfer` writes beside every phases.csv (--split, --split-seed, --test-fraction,
---valid-fraction, --tuning-split): rows pair only within one set, so a mean over several sets of
-held-out workloads pairs each set's seed with the same set's seed.
+--valid-fraction, --tuning-split; --sources and --target must agree too): rows pair only within one
+set, so a mean over several sets of held-out workloads pairs each set's seed with the same set's seed.
 
     tools/paired_phases.py --a tcl out/o1-s0/phases.csv out/o1-s1/phases.csv \\
                            --b finetune out/o1-base/phases.csv --platforms mi50,k80
@@ -24,9 +24,10 @@ kept ("lost" / "gained" / "level" by the same rule):
 
     tools/paired_phases.py --kept tcl out/o1-s*/phases.csv --platforms k80,v100
 
-Only the standard library; prints one Markdown row per platform. It stops with an error on a run that
-two files (or one file twice) report for the same method, on runs that end at different phases (an
-unfinished job), and on a phases.csv without its transfer_options.txt.
+Only the standard library; prints one Markdown row per platform. It stops with an error, naming the
+files, on a run that two files (or one file twice) report for the same method, on runs that end at
+different phases (an unfinished job), on runs of one split seed whose other split options or platform
+order differ, and on a phases.csv without its transfer_options.txt.
 """
 import argparse
 import csv
@@ -34,12 +35,13 @@ import os
 import statistics
 import sys
 
-# The options that decide which workloads a run holds out (docs/design.md, "Dataset and splits").
-SET_OPTIONS = ("split", "split-seed", "test-fraction", "valid-fraction", "tuning-split")
+# The options that decide which workloads a run holds out (docs/design.md, "Dataset and splits"), and
+# its platforms: runs pair only where all of them are equal.
+SET_OPTIONS = ("split", "split-seed", "test-fraction", "valid-fraction", "tuning-split", "sources", "target")
 
 
 def held_out_set(phases_csv):
-    """(key, label) of the held-out set of the run that wrote `phases_csv`."""
+    """(key, label) of the held-out set and platform order of the run that wrote `phases_csv`."""
     path = os.path.join(os.path.dirname(os.path.abspath(phases_csv)), "transfer_options.txt")
     try:
         with open(path) as fh:
@@ -60,21 +62,32 @@ def held_out_set(phases_csv):
 
 
 def read_rows(method, files):
-    """[(set_key, set_label, row)] of the method in `files`; a run reported twice is an error."""
-    out, seen = [], {}
+    """[(set_key, set_label, row)] of the method in `files`, each row with its "file:line" under "_at";
+    a run reported twice is an error."""
+    out, seen, labels = [], {}, {}
     for f in files:
         key, label = held_out_set(f)
+        if labels.setdefault(label, (key, f))[0] != key:
+            other_key, other = labels[label]
+            differ = [k for k, a, b in zip(SET_OPTIONS, key, other_key) if a != b]
+            sys.exit(f"{f} and {other}: split seed {label}, but other {', '.join(differ)} "
+                     "(runs of different held-out sets or platform orders): pair them in separate calls")
         with open(f, newline="") as fh:
             for line_no, r in enumerate(csv.DictReader(fh), start=2):
                 if r.get("method") is None or r.get("phase_index") is None:
                     sys.exit(f"{f}:{line_no}: not a phases.csv row (no method / phase_index column)")
                 if r["method"] != method:
                     continue
-                where = (key, int(r["seed"]), int(r["phase_index"]), r["platform"])
+                try:
+                    r["seed"], r["phase_index"] = int(r["seed"]), int(r["phase_index"])
+                except ValueError:
+                    sys.exit(f"{f}:{line_no}: seed '{r['seed']}' or phase_index '{r['phase_index']}' is not an integer")
+                r["_at"] = f"{f}:{line_no}"
+                where = (key, r["seed"], r["phase_index"], r["platform"])
                 if where in seen:
                     sys.exit(f"{f}:{line_no}: {method}, seed {r['seed']}, phase {r['phase_index']}, {r['platform']} "
                              f"on split seed {label} is also in {seen[where]}: a run counted twice")
-                seen[where] = f"{f}:{line_no}"
+                seen[where] = r["_at"]
                 out.append((key, label, r))
     if not out:
         sys.exit(f"no row of method {method} in {', '.join(files)}")
@@ -86,17 +99,17 @@ def by_run(rows, platform, phase=None):
     these = [(k, lab, r) for k, lab, r in rows if r["platform"] == platform]
     last = {}
     for k, _, r in these:
-        run = (k, int(r["seed"]))
-        last[run] = max(last.get(run, -1), int(r["phase_index"]))
+        run = (k, r["seed"])
+        last[run] = max(last.get(run, -1), r["phase_index"])
     if phase is None and len(set(last.values())) > 1:
-        ends = ", ".join(f"split seed {lab} seed {r['seed']} at {last[(k, int(r['seed']))]}"
-                         for k, lab, r in these if int(r["phase_index"]) == last[(k, int(r["seed"]))])
+        ends = "; ".join(f"{r['_at']} (split seed {lab}, seed {r['seed']}) at phase {r['phase_index']}"
+                         for k, lab, r in these if r["phase_index"] == last[(k, r["seed"])])
         sys.exit(f"{these[0][2]['method']} on {platform}: the runs end at different phases ({ends}); "
-                 "an unfinished run, or runs of different platform orders?")
+                 "an unfinished run?")
     out = {}
     for k, lab, r in these:
-        run = (k, int(r["seed"]))
-        if (r["phase"] == phase) if phase is not None else int(r["phase_index"]) == last[run]:
+        run = (k, r["seed"])
+        if (r["phase"] == phase) if phase is not None else r["phase_index"] == last[run]:
             out[run] = (lab, r)
     return out
 
@@ -130,16 +143,24 @@ def runs_cell(runs, labels):
     return "; ".join(f"split seed {labels[k]}: " + ",".join(str(s) for kk, s in runs if kk == k) for k in sets)
 
 
+def number(row, column):
+    try:
+        return float(row[column])
+    except (TypeError, ValueError):
+        sys.exit(f"{row['_at']}: {column} '{row.get(column)}' is not a number")
+
+
 def table(title, platforms, pairs_of, words):
-    print(f"| {title} | seeds | top-1 pooled | top-1 task mean | top-5 |")
-    print("|---|---|---|---|---|")
+    """Prints the table once every row is computed, so that an error leaves no partial table."""
+    lines = [f"| {title} | seeds | top-1 pooled | top-1 task mean | top-5 |", "|---|---|---|---|---|"]
     for plat in platforms:
         a, b = pairs_of(plat)
         labels = {k: lab for (k, _), (lab, _) in list(a.items()) + list(b.items())}
         runs = sorted(set(a) & set(b), key=lambda run: (label_order(labels[run[0]]), run[1]))
-        cells = [paired([float(a[run][1][c]) - float(b[run][1][c]) for run in runs], words)
+        cells = [paired([number(a[run][1], c) - number(b[run][1], c) for run in runs], words)
                  for c in ("top1", "top1_task_mean", "top5")]
-        print(f"| {plat} | {runs_cell(runs, labels)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {plat} | {runs_cell(runs, labels)} | " + " | ".join(cells) + " |")
+    print("\n".join(lines))
 
 
 def main():
@@ -160,7 +181,7 @@ def main():
         rows = read_rows(o.kept[0], o.kept[1:])
         for plat in platforms:
             if not any(r["platform"] == plat and r["phase"] == "learn " + plat for _, _, r in rows):
-                sys.exit(f"--kept: {o.kept[0]} has no phase 'learn {plat}' in these files "
+                sys.exit(f"--kept: {o.kept[0]} has no phase 'learn {plat}' in {', '.join(o.kept[1:])} "
                          f"({plat} is not a platform it learned)")
         table(f"{o.kept[0]}: end - after its own phase", platforms,
               lambda plat: (by_run(rows, plat), by_run(rows, plat, "learn " + plat)), ("gained", "lost"))

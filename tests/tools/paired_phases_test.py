@@ -13,10 +13,11 @@ import unittest
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "paired_phases.py")
 HEADER = "method,seed,phase_index,phase,platform,top1,top5,pairwise,random_top1,top1_task_mean,random_top1_task_mean\n"
-OPTIONS = 'split="task"\nsplit-seed={split}\ntest-fraction=0.2\nvalid-fraction=0.1\ntuning-split={tuning}\nseeds=1\n'
+OPTIONS = ('split="task"\nsplit-seed={split}\ntest-fraction={test}\nvalid-fraction=0.1\ntuning-split={tuning}\n'
+           'sources="{sources}"\ntarget="mi50"\nseeds=1\n')
 
 
-def write_run(root, name, split, rows, tuning="false", options=True):
+def write_run(root, name, split, rows, tuning="false", options=True, test="0.2", sources="k80"):
     d = os.path.join(root, name)
     os.makedirs(d)
     with open(os.path.join(d, "phases.csv"), "w") as f:
@@ -26,7 +27,7 @@ def write_run(root, name, split, rows, tuning="false", options=True):
             f.write(f"{method},{seed},{phase_index},{phase},{platform},{v:.6f},{v + 0.2:.6f},0.5,0.1,{v + 0.1:.6f},0.1\n")
     if options:
         with open(os.path.join(d, "transfer_options.txt"), "w") as f:
-            f.write(OPTIONS.format(split=split, tuning=tuning))
+            f.write(OPTIONS.format(split=split, tuning=tuning, test=test, sources=sources))
     return os.path.join(d, "phases.csv")
 
 
@@ -61,7 +62,7 @@ class PairedPhases(unittest.TestCase):
     def test_pairs_within_each_held_out_set(self):
         rc, out, err = run("--a", "tcl", *self.tcl_files, "--b", "finetune", *self.ft_files, "--platforms", "mi50")
         self.assertEqual(rc, 0, err)
-        # differences +0.10, +0.02 (split seed 1), +0.04, -0.10 (split seed 3): mean +0.015, sample std 0.0835
+        # differences +0.10, +0.02 (split seed 1), +0.04, -0.10 (split seed 3): mean +0.015, sample std 0.0839
         row = "| mi50 | split seed 1: 0,1; split seed 3: 0,1 | +0.015 ± 0.084 (+0.100, +0.020, +0.040, -0.100) level |"
         self.assertIn(row, out)
         # every column carries the same differences (the rows were written with fixed offsets)
@@ -80,6 +81,23 @@ class PairedPhases(unittest.TestCase):
         rc, out, err = run("--a", "tcl", *files, "--b", "finetune", tuned, "--platforms", "mi50")
         self.assertEqual(rc, 0, err)
         self.assertIn("| mi50 | - | - | - | - |", out)
+        # a tuning split pairs with the tuning split of its split seed, listed after the test split of it:
+        # +0.10 (split seed 1) and 0.25 - 0.0 (its tuning split): mean +0.175, sample std 0.106
+        tcl_tuned = write_run(self.root, "tcl-tuning", 1, tcl_rows(0, 0.25, 0.9, 0.9), tuning="true")
+        rc, out, err = run("--a", "tcl", *files, tcl_tuned, "--b", "finetune", tuned, *self.ft_files, "--platforms", "mi50")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("| mi50 | split seed 1: 0; split seed 1 (tuning): 0 | +0.175 ± 0.106 (+0.100, +0.250) ahead |", out)
+
+    def test_other_orders_or_fractions_under_one_split_seed_are_an_error(self):
+        other_order = write_run(self.root, "tcl-v100", 1, tcl_rows(2, 0.5, 0.9, 0.9), sources="v100")
+        rc, out, err = run("--kept", "tcl", self.tcl_files[0], other_order, "--platforms", "k80")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("other sources", err)
+        self.assertEqual(out, "")
+        other_fraction = write_run(self.root, "tcl-test-0.3", 1, tcl_rows(2, 0.5, 0.9, 0.9), test="0.3")
+        rc, out, err = run("--kept", "tcl", self.tcl_files[0], other_fraction, "--platforms", "k80")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("other test-fraction", err)
 
     def test_kept(self):
         rc, out, err = run("--kept", "tcl", *self.tcl_files, "--platforms", "k80")
@@ -105,6 +123,8 @@ class PairedPhases(unittest.TestCase):
         rc, out, err = run("--a", "tcl", *self.tcl_files, partial, "--b", "finetune", *self.ft_files, "--platforms", "mi50")
         self.assertNotEqual(rc, 0)
         self.assertIn("end at different phases", err)
+        self.assertIn("tcl-partial", err)
+        self.assertEqual(out, "")
 
     def test_options_file_is_required(self):
         bare = write_run(self.root, "bare", 1, tcl_rows(5, 0.5, 0.9, 0.9), options=False)
