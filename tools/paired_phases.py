@@ -61,10 +61,11 @@ def held_out_set(phases_csv):
     return tuple(opts[k] for k in SET_OPTIONS), label
 
 
-def read_rows(method, files):
+def read_rows(method, files, labels):
     """[(set_key, set_label, row)] of the method in `files`, each row with its "file:line" under "_at";
-    a run reported twice is an error."""
-    out, seen, labels = [], {}, {}
+    a run reported twice is an error. `labels` ({label: (key, file)}, shared by every call of one
+    table) catches two held-out sets or orders under one label."""
+    out, seen = [], {}
     for f in files:
         key, label = held_out_set(f)
         if labels.setdefault(label, (key, f))[0] != key:
@@ -178,7 +179,7 @@ def main():
             p.error("--kept reads one method: give it without --a and --b")
         if len(o.kept) < 2:
             p.error("--kept needs a method and at least one phases.csv")
-        rows = read_rows(o.kept[0], o.kept[1:])
+        rows = read_rows(o.kept[0], o.kept[1:], {})
         for plat in platforms:
             if not any(r["platform"] == plat and r["phase"] == "learn " + plat for _, _, r in rows):
                 sys.exit(f"--kept: {o.kept[0]} has no phase 'learn {plat}' in {', '.join(o.kept[1:])} "
@@ -188,7 +189,8 @@ def main():
         return
     if o.a is None or o.b is None or len(o.a) < 2 or len(o.b) < 2:
         p.error("--a and --b each need a method and at least one phases.csv")
-    a, b = read_rows(o.a[0], o.a[1:]), read_rows(o.b[0], o.b[1:])
+    labels = {}
+    a, b = read_rows(o.a[0], o.a[1:], labels), read_rows(o.b[0], o.b[1:], labels)
     table(f"{o.a[0]} - {o.b[0]}", platforms, lambda plat: (by_run(a, plat), by_run(b, plat)), ("ahead", "behind"))
 
 

@@ -94,6 +94,11 @@ class PairedPhases(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertIn("other sources", err)
         self.assertEqual(out, "")
+        # the same between --a and --b: fine-tuning of another order must not leave the pair silently empty
+        ft_other_order = write_run(self.root, "ft-v100", 1, [("finetune", 0, 1, "final", "mi50", 0.5)], sources="v100")
+        rc, out, err = run("--a", "tcl", self.tcl_files[0], "--b", "finetune", ft_other_order, "--platforms", "mi50")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("other sources", err)
         other_fraction = write_run(self.root, "tcl-test-0.3", 1, tcl_rows(2, 0.5, 0.9, 0.9), test="0.3")
         rc, out, err = run("--kept", "tcl", self.tcl_files[0], other_fraction, "--platforms", "k80")
         self.assertNotEqual(rc, 0)
