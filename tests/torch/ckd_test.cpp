@@ -698,15 +698,16 @@ TEST(Ckd, ClsEarlierProgramsAreOnlyThoseOfWorkloadsTheNewPlatformLacksKdsAreAll)
   EXPECT_EQ(max_diff(with_ones, with_none), 0.0);
 }
 
-TEST(Ckd, KdTakesTheActiveColumnsOrderOfEveryEarlierWorkload) {
+TEST(Ckd, KdDistilsOnEveryEarlierTrainingWorkload) {
   // The K80's pooling, then the V100's: the same workloads (one operator suite), so CL leaves every
   // K80 program out and both runs below train the same active column from the same KB. KD distils it
   // on the V100's training programs alone (earlier_weight 0), or on the K80's training programs as
-  // well. On the K80's held-out workloads, which neither run distils on, of the pairs the active
-  // column orders otherwise than the KB did before the phase, the KB that also distilled on the K80's
-  // programs must take the active column's order on clearly more: a KD that left them out would gain
-  // nothing. At this size the gain depends on the seed: +0.114, +0.001, +0.005 and +0.010 for seeds
-  // 0-3 (of 11,000-31,000 changed pairs), never below 0; seed 0 runs here.
+  // well: every K80 training task must take part in KD, and none in CL. What that buys on the K80's
+  // held-out workloads is printed, not asserted: of the pairs the active column orders otherwise than
+  // the KB did before the phase, the share the KB takes with the K80's programs minus without them
+  // was +0.114, +0.001, +0.005, +0.010 for seeds 0-3 on an Intel Xeon and +0.023, +0.001, +0.005,
+  // -0.025, +0.023, +0.003 for seeds 0-5 on an AMD EPYC (libtorch rounds otherwise there), so at
+  // this size no margin holds on every machine.
   Platforms p({"k80/pooling", "v100/pooling"});
   const auto k80_train = p.of(p.s.train, "k80"), k80_held_out = p.of(p.s.test, "k80");
   ASSERT_FALSE(k80_held_out.empty());
@@ -741,7 +742,6 @@ TEST(Ckd, KdTakesTheActiveColumnsOrderOfEveryEarlierWorkload) {
               "pairs ordered as the active column: %.4f, %.4f)\n",
               static_cast<long long>(with.changed), alone.taken, with.taken, alone.agree, with.agree);
   ASSERT_GT(with.changed, 1000);
-  EXPECT_GT(with.taken, alone.taken + 0.05);
 }
 
 TEST(Ckd, AnEarlierWorkloadWhoseKeyIsSpelledOtherwiseCountsAsMeasured) {
