@@ -706,8 +706,8 @@ TEST(Ckd, KdDistilsOnEveryEarlierTrainingWorkload) {
   // held-out workloads is printed, not asserted: of the pairs the active column orders otherwise than
   // the KB did before the phase, the share the KB takes with the K80's programs minus without them
   // was +0.114, +0.001, +0.005, +0.010 for seeds 0-3 on an Intel Xeon and +0.023, +0.001, +0.005,
-  // -0.025, +0.023, +0.003 for seeds 0-5 on an AMD EPYC (libtorch rounds otherwise there), so at
-  // this size no margin holds on every machine.
+  // -0.025, +0.023, +0.003 for seeds 0-5 on an AMD EPYC (the same build and seed give other digits
+  // there), so at this size no margin holds on every machine.
   Platforms p({"k80/pooling", "v100/pooling"});
   const auto k80_train = p.of(p.s.train, "k80"), k80_held_out = p.of(p.s.test, "k80");
   ASSERT_FALSE(k80_held_out.empty());
