@@ -58,7 +58,7 @@ Command add_transfer_command(CLI::App& app) {
   // transfer_options.txt records every option's value, defaults included.
   cmd->option_defaults()->always_capture_default();
   auto o = std::make_shared<Opts>();
-  o->train.epochs = 12;
+  o->train.epochs = 10;  // --epochs-cl's default: TCL's CL and the baselines learn the target equally long
   o->train.patience = 4;
   o->train.min_steps = 150;
   o->data.add_to(cmd, true);
@@ -90,7 +90,7 @@ Command add_transfer_command(CLI::App& app) {
                   "study in parallel jobs (each into its own --out; a seed's figures do not depend on the others)")
       ->check(CLI::Range(0, 1000000));
   cmd->add_option("-o,--out", o->out, "Output directory");
-  cmd->add_option("--epochs-cl", o->ckd.epochs_cl, "CL epochs per platform")->check(CLI::Range(1, 10000));
+  cmd->add_option("--epochs-cl", o->ckd.epochs_cl, "CL epochs per platform (give --epochs the same in a study, so that TCL learns the target from its labels as long as the baselines do; docs/transfer.md)")->check(CLI::Range(1, 10000));
   cmd->add_option("--epochs-kd", o->ckd.epochs_kd, "KD epochs per platform")->check(CLI::Range(1, 10000));
   cmd->add_option("--beta", o->ckd.beta, fmt::format("Teacher weight in CL (default {:g})", o->ckd.beta))->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--lambda", o->ckd.lambda,
@@ -110,7 +110,7 @@ Command add_transfer_command(CLI::App& app) {
   cmd->add_option("--phi-decay", o->ckd.phi_decay, fmt::format("Phi decay per CL epoch (default {:g}; 1 = none)", o->ckd.phi_decay))->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--lr-cl", o->ckd.lr_cl, fmt::format("CL learning rate (default {:g})", o->ckd.lr_cl))->check(CLI::Range(1e-7, 1.0));
   cmd->add_option("--lr-kd", o->ckd.lr_kd, fmt::format("KD learning rate (default {:g}; the spec's 1e-4 left the KB far behind the active column, docs/experiments/transfer.md)", o->ckd.lr_kd))->check(CLI::Range(1e-7, 1.0));
-  cmd->add_option("--epochs", o->train.epochs, "Maximum epochs of each baseline model")->check(CLI::Range(1, 100000));
+  cmd->add_option("--epochs", o->train.epochs, "Maximum epochs of each baseline model (the same as --epochs-cl in a study)")->check(CLI::Range(1, 100000));
   cmd->add_option("--min-steps", o->train.min_steps,
                   "At least this many optimizer steps per model and CKD phase (small budgets get more epochs)")
       ->check(CLI::Range(0, 100000000));
