@@ -58,7 +58,7 @@ Command add_transfer_command(CLI::App& app) {
   // transfer_options.txt records every option's value, defaults included.
   cmd->option_defaults()->always_capture_default();
   auto o = std::make_shared<Opts>();
-  o->train.epochs = 10;  // --epochs-cl's default: TCL's CL and the baselines learn the target equally long
+  o->train.epochs = o->ckd.epochs_cl;  // TCL's CL and the baselines learn the target equally long by default
   o->train.patience = 4;
   o->train.min_steps = 150;
   o->data.add_to(cmd, true);
