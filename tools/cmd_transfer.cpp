@@ -180,9 +180,11 @@ Command add_transfer_command(CLI::App& app) {
     write_file_atomic(o->out + "/transfer.json", study::transfer_json(result, so).dump(1) + "\n");
     const bool evaluated = result.evaluated;
     if (evaluated) plot_csv("transfer", o->out + "/phases.csv", o->out + "/transfer.png");
-    std::cout << table << "results: " << o->out << (evaluated ? "/{transfer.md,transfer.json,phases.csv,test_tasks.csv,"
-                                                                "transfer.png,transfer_options.txt,kb.tclm}\n"
-                                                              : "/{transfer.md,transfer.json,transfer_options.txt,kb.tclm}\n");
+    // kb.tclm is written by method tcl only.
+    std::cout << table << "results: " << o->out
+              << (evaluated ? "/{transfer.md,transfer.json,phases.csv,test_tasks.csv,transfer.png,transfer_options.txt"
+                            : "/{transfer.md,transfer.json,transfer_options.txt")
+              << (result.kb_path.empty() ? "" : ",kb.tclm") << "}\n";
     return 0;
   }};
 }
