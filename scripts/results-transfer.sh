@@ -12,9 +12,9 @@
 # with it the sources' random fraction) is that of the data as loaded, so adding a platform to the list
 # does not move another order's figures.
 # Sources use 10% of the programs of their training tasks (--source-fraction 0.1; their test tasks stay
-# whole) to fit a 2-seed study in ~45 min on 2 cores. CL runs the baselines' epochs (--epochs-cl 6,
-# --epochs 6), so that TCL learns the target from its labels as long as the baselines do (the fair
-# setting; docs/transfer.md, "CL as long as the baselines' training").
+# whole), a cheaper study (docs/experiments/transfer.md gives each entry's job times). CL runs the
+# baselines' epochs (--epochs-cl 6, --epochs 6), so that TCL learns the target from its labels as long
+# as the baselines do (the fair setting; docs/transfer.md, "CL as long as the baselines' training").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=${TCLM_SHARED_DATA:-../shared/data}
